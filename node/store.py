@@ -1,0 +1,711 @@
+"""The Cognitive Asset store: one node's durable, encrypted memory. Pure core over ``KV``, ``BlobStore``,
+``Keychain``, ``VectorIndex`` and ``Entropy``.
+
+Layout (spaces are RocksDB column families; ids are 16 bytes, partition ids ``pid`` 16 opaque bytes):
+
+===========  ==========================================  ===========================================================
+space        key                                         value
+===========  ==========================================  ===========================================================
+assets       id                                          ``R1`` pid epoch(4) sealed(canonical asset)
+index        field(1) blind(value)(16) id                empty; ``blind`` is a keyed hash, so values stay secret
+index        ``T`` created_at(8) id                      empty (time range)
+edges        src rel(1) dst / dst rel|0x80 src           empty
+journal      seq(8)                                      op(1) id pid version(8)
+vectors      pid id                                      sealed(float32 vector)
+meta         name                                        sealed descriptors, the key canary
+===========  ==========================================  ===========================================================
+
+Every operation is one atomic, synced commit. The vector index of each partition is caught up *behind* the journal
+(``catch_up``); until then a search scans the not-yet-indexed tail exactly, so a caller always reads its own writes.
+Snapshots of the indexes are sealed with their partition's key and record the journal sequence they cover; on open
+the store replays the journal past it, and rebuilds from the ``vectors`` space an index that is missing or corrupt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final
+
+import numpy as np
+
+from node.blobs import BlobStore
+from node.kv import KV, Delete, Op, Put, pack, prefix_end
+from node.vectors import IndexFactory, VectorIndex, top_k
+from policy import crypto
+from policy.errors import (
+    BadSignature,
+    DecryptionFailed,
+    Deleted,
+    GamlError,
+    IndexMismatch,
+    InvalidAsset,
+    KeychainError,
+    NotFound,
+    PayloadTooLarge,
+    StoreCorrupt,
+    WrongKey,
+)
+from policy.keychain import NODE_MASTER_REF, Keychain
+from policy.model import EDGE_FIELDS, ID_RE, Asset, AssetType, PrivacyScope, canonical_json
+from policy.partitions import PartitionRef, partition_of
+
+SCHEMA_VERSION: Final = 1
+RECORD_MAGIC: Final = b"R1"
+CANARY: Final = b"gaml-canary-v1"
+DEFAULT_MAX_PAYLOAD_BYTES: Final = 1 << 20
+
+OP_PUT: Final = b"P"
+OP_TOMBSTONE: Final = b"T"
+
+# Index field codes (one byte each) and the asset attribute they index.
+INDEX_FIELDS: Final[dict[str, bytes]] = {
+    "type": b"y",
+    "scope": b"s",
+    "owner": b"o",
+    "tenant": b"n",
+    "entity": b"e",
+    "goal": b"g",
+    "segment": b"m",
+    "tag": b"t",
+}
+TIME_FIELD: Final = b"T"
+EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Partition:
+    pid: bytes
+    ref: PartitionRef
+    epoch: int
+    embedder: str
+    dim: int
+
+    @property
+    def key_ref(self) -> str:
+        return f"partition/{self.pid.hex()}/{self.epoch}"
+
+    def to_json(self) -> bytes:
+        return canonical_json(
+            {
+                "pid": self.pid.hex(),
+                "name": self.ref.name,
+                "epoch": self.epoch,
+                "embedder": self.embedder,
+                "dim": self.dim,
+            }
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Partition:
+        d = json.loads(data)
+        return cls(bytes.fromhex(d["pid"]), PartitionRef.parse(d["name"]), d["epoch"], d["embedder"], d["dim"])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the asset, its cosine similarity, and the partition it came from."""
+
+    asset: Asset
+    score: float
+    partition: str
+    path: str  # "index" (answered by the partition's vector index) or "tail" (exact scan of not-yet-indexed writes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoreStats:
+    assets: int
+    tombstones: int
+    partitions: dict[str, dict[str, int | str]]
+    journal_seq: int
+    indexed: int
+    pending: int
+    rebuilt_indexes: int
+    replayed_events: int
+
+
+@dataclasses.dataclass(slots=True)
+class _Live:
+    """The in-memory side of one partition: its key, index and the not-yet-indexed tail."""
+
+    part: Partition
+    key: bytes
+    index: VectorIndex
+    pending: dict[str, np.ndarray]
+    covered_seq: int
+    dirty: bool = False
+
+
+def _id_bytes(id_: str) -> bytes:
+    if not isinstance(id_, str) or not ID_RE.match(id_):
+        raise InvalidAsset(f"not an asset id: {id_!r}")
+    return bytes.fromhex(id_)
+
+
+class Store:
+    """One node's asset store. Build it with :meth:`open`."""
+
+    def __init__(
+        self,
+        kv: KV,
+        blobs: BlobStore,
+        keychain: Keychain,
+        identity: crypto.SigningKey,
+        index_factory: IndexFactory,
+        entropy: crypto.Entropy,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.kv = kv
+        self.blobs = blobs
+        self.keychain = keychain
+        self.identity = identity
+        self.node_id = identity.public_key.hex()
+        self.index_factory = index_factory
+        self.entropy = entropy
+        self.max_payload_bytes = max_payload_bytes
+        try:
+            master = keychain.get(NODE_MASTER_REF)
+        except KeychainError as e:
+            raise WrongKey(f"the keychain has no node master key: {e}") from e
+        self._meta_key = crypto.derive_key(master, crypto.META_KEY_TAG)
+        self._blind_key = crypto.derive_key(master, crypto.BLIND_INDEX_TAG)
+        self._pid_key = crypto.derive_key(master, crypto.PARTITION_ID_TAG)
+        self._live: dict[bytes, _Live] = {}
+        self._by_name: dict[str, bytes] = {}
+        self.seq = 0
+        self.rebuilt_indexes = 0
+        self.replayed_events = 0
+
+    # -- opening ---------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        kv: KV,
+        blobs: BlobStore,
+        keychain: Keychain,
+        identity: crypto.SigningKey,
+        index_factory: IndexFactory,
+        entropy: crypto.Entropy,
+        **kw: int,
+    ) -> Store:
+        store = cls(kv, blobs, keychain, identity, index_factory, entropy, **kw)
+        store._check_canary()
+        store._load_partitions()
+        last = next(kv.load_range("journal", reverse=True, limit=1), None)
+        store.seq = struct.unpack(">Q", last[0])[0] if last else 0
+        store._recover_indexes()
+        return store
+
+    def _seal_meta(self, name: bytes, data: bytes) -> bytes:
+        return crypto.seal(self._meta_key, data, b"meta:" + name, self.entropy)
+
+    def _open_meta(self, name: bytes, blob: bytes) -> bytes:
+        return crypto.open_sealed(self._meta_key, blob, b"meta:" + name)
+
+    def _check_canary(self) -> None:
+        blob = self.kv.load("meta", b"canary")
+        if blob is None:
+            if next(self.kv.load_range("assets", limit=1), None) is not None:
+                raise StoreCorrupt("the store holds assets but no key canary; refusing to guess its keys")
+            self.kv.commit(
+                [
+                    Put("meta", b"canary", self._seal_meta(b"canary", CANARY)),
+                    Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
+                ]
+            )
+            return
+        try:
+            ok = self._open_meta(b"canary", blob) == CANARY
+        except DecryptionFailed:
+            ok = False
+        if not ok:
+            raise WrongKey("this keychain did not create this store (the key canary does not open); use the right home")
+        schema = self.kv.load("meta", b"schema")
+        if schema != str(SCHEMA_VERSION).encode():
+            raise StoreCorrupt(f"unsupported store schema {schema!r}; this node reads schema {SCHEMA_VERSION}")
+
+    def _load_partitions(self) -> None:
+        for key, blob in self.kv.load_range("meta", b"partition/", prefix_end(b"partition/")):
+            try:
+                part = Partition.from_json(self._open_meta(key, blob))
+            except DecryptionFailed as e:
+                raise StoreCorrupt(f"partition descriptor {key!r} does not open") from e
+            pkey = self.keychain.get(part.key_ref)
+            self._live[part.pid] = _Live(part, pkey, self.index_factory.new(part.dim), {}, 0)
+            self._by_name[part.ref.name] = part.pid
+
+    def _snapshot_name(self, pid: bytes) -> str:
+        return f"index-{pid.hex()}.snap"
+
+    def _recover_indexes(self) -> None:
+        """Load each partition's sealed snapshot; rebuild missing or corrupt ones; replay the journal past them."""
+        for pid, live in self._live.items():
+            blob = self.blobs.read(self._snapshot_name(pid))
+            loaded = False
+            if blob is not None:
+                try:
+                    raw = crypto.open_sealed(live.key, blob, b"index:" + pid + struct.pack(">I", live.part.epoch))
+                    (hl,) = struct.unpack(">I", raw[:4])
+                    head = json.loads(raw[4 : 4 + hl])
+                    if head["embedder"] != live.part.embedder or head["dim"] != live.part.dim:
+                        raise StoreCorrupt("snapshot embedder does not match its partition")
+                    live.index = self.index_factory.load(raw[4 + hl :])
+                    live.covered_seq = int(head["seq"])
+                    loaded = True
+                except (GamlError, ValueError, KeyError, struct.error):
+                    loaded = False
+            if not loaded:
+                live.index = self.index_factory.new(live.part.dim)
+                live.covered_seq = 0
+                live.pending = dict(self._scan_vectors(live))
+                live.covered_seq = self.seq
+                live.dirty = True
+                self.rebuilt_indexes += 1
+        start = min((lv.covered_seq for lv in self._live.values()), default=self.seq)
+        for key, event in self.kv.load_range("journal", pack(start + 1)):
+            seq = struct.unpack(">Q", key)[0]
+            op, idb, pid = event[:1], event[1:17], event[17:33]
+            owner = self._live.get(pid)
+            if owner is None or seq <= owner.covered_seq:
+                continue
+            self.replayed_events += 1
+            id_ = idb.hex()
+            owner.index.remove(id_)
+            owner.pending.pop(id_, None)
+            owner.dirty = True
+            if op == OP_PUT:
+                vec = self._load_vector(owner, idb)
+                if vec is not None:
+                    owner.pending[id_] = vec
+
+    def _scan_vectors(self, live: _Live) -> Iterator[tuple[str, np.ndarray]]:
+        pid = live.part.pid
+        for key, _ in self.kv.load_range("vectors", pid, prefix_end(pid)):
+            vec = self._load_vector(live, key[16:32])
+            if vec is not None:
+                yield key[16:32].hex(), vec
+
+    def _load_vector(self, live: _Live, idb: bytes) -> np.ndarray | None:
+        blob = self.kv.load("vectors", live.part.pid + idb)
+        if blob is None:
+            return None
+        raw = crypto.open_sealed(live.key, blob, self._vector_aad(live.part, idb))
+        return np.frombuffer(raw, dtype=np.float32).copy()
+
+    # -- partitions ------------------------------------------------------------------------------------------------
+
+    def partition_ref(self, asset: Asset) -> PartitionRef:
+        return partition_of(asset)
+
+    def pid_of(self, ref: PartitionRef) -> bytes:
+        return crypto.keyed_hash(self._pid_key, ref.name.encode())
+
+    def ensure_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
+        """The partition for ``ref``, created (with a fresh key, stored in the keychain first) if it is new."""
+        pid = self.pid_of(ref)
+        live = self._live.get(pid)
+        if live is not None:
+            if (live.part.embedder, live.part.dim) != (embedder, dim):
+                raise IndexMismatch(
+                    f"partition {ref.name} is indexed with {live.part.embedder} ({live.part.dim} dims); "
+                    f"got vectors from {embedder} ({dim} dims). Open the node with its own embedder."
+                )
+            return live.part
+        part = Partition(pid, ref, 1, embedder, dim)
+        key = self.entropy.random_bytes(crypto.KEY_BYTES)
+        self.keychain.put(part.key_ref, key)  # durable before anything is sealed under it
+        name = b"partition/" + pid
+        self.kv.commit([Put("meta", name, self._seal_meta(name, part.to_json()))])
+        self._live[pid] = _Live(part, key, self.index_factory.new(dim), {}, self.seq)
+        self._by_name[ref.name] = pid
+        return part
+
+    def partitions(self) -> list[Partition]:
+        return sorted((lv.part for lv in self._live.values()), key=lambda p: p.ref.name)
+
+    def key_ref(self, ref: PartitionRef) -> str:
+        """The key reference an asset of ``ref`` is sealed under (empty if the partition does not exist yet)."""
+        live = self._live.get(self.pid_of(ref))
+        return live.part.key_ref if live else ""
+
+    # -- records ---------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _asset_aad(idb: bytes, pid: bytes, epoch: int) -> bytes:
+        return b"asset:" + idb + pid + struct.pack(">I", epoch)
+
+    @staticmethod
+    def _vector_aad(part: Partition, idb: bytes) -> bytes:
+        return b"vector:" + part.pid + idb + struct.pack(">I", part.epoch) + part.embedder.encode()
+
+    def _seal_record(self, asset: Asset, live: _Live) -> bytes:
+        idb = bytes.fromhex(asset.id)
+        epoch = struct.pack(">I", live.part.epoch)
+        sealed = crypto.seal(
+            live.key, asset.canonical_bytes(), self._asset_aad(idb, live.part.pid, live.part.epoch), self.entropy
+        )
+        return RECORD_MAGIC + live.part.pid + epoch + sealed
+
+    def _open_record(self, idb: bytes, blob: bytes) -> Asset:
+        if blob[:2] != RECORD_MAGIC or len(blob) < 22:
+            raise StoreCorrupt(f"asset {idb.hex()}: unknown record format")
+        pid, (epoch,) = blob[2:18], struct.unpack(">I", blob[18:22])
+        live = self._live.get(pid)
+        if live is None:
+            raise StoreCorrupt(f"asset {idb.hex()}: its partition is unknown to this store")
+        key = live.key if epoch == live.part.epoch else self.keychain.get(f"partition/{pid.hex()}/{epoch}")
+        try:
+            raw = crypto.open_sealed(key, blob[22:], self._asset_aad(idb, pid, epoch))
+        except DecryptionFailed as e:
+            raise StoreCorrupt(f"asset {idb.hex()}: the record does not open (altered bytes or wrong key)") from e
+        asset = Asset.from_canonical(raw)
+        if asset.id != idb.hex():
+            raise StoreCorrupt(f"asset {idb.hex()}: the record holds another id")
+        return asset
+
+    def _blind(self, code: bytes, value: str) -> bytes:
+        return crypto.keyed_hash(self._blind_key, code + b"\x00" + value.encode())
+
+    def _index_keys(self, asset: Asset) -> set[bytes]:
+        if asset.tombstone:
+            return set()
+        idb = bytes.fromhex(asset.id)
+        values: list[tuple[str, str]] = [
+            ("type", asset.asset_type.value),
+            ("scope", asset.privacy_scope.value),
+            ("owner", asset.owner_id),
+            ("tenant", asset.tenant_scope),
+            ("goal", asset.goal),
+            ("segment", asset.segment),
+            *(("entity", e) for e in asset.entities),
+            *(("tag", t) for t in asset.tags),
+        ]
+        keys = {INDEX_FIELDS[f] + self._blind(INDEX_FIELDS[f], v) + idb for f, v in values if v}
+        keys.add(TIME_FIELD + pack(asset.created_at) + idb)
+        return keys
+
+    @staticmethod
+    def _edge_keys(asset: Asset) -> set[bytes]:
+        if asset.tombstone:
+            return set()
+        src = bytes.fromhex(asset.id)
+        keys = set()
+        for name, code in EDGE_CODES.items():
+            for target in getattr(asset, name):
+                dst = bytes.fromhex(target)
+                keys.add(src + bytes([code]) + dst)
+                keys.add(dst + bytes([code | 0x80]) + src)
+        return keys
+
+    # -- writes ----------------------------------------------------------------------------------------------------
+
+    def sign(self, asset: Asset) -> Asset:
+        """The asset signed by this node (``source_node`` set to this node's id)."""
+        unsigned = asset.replace(source_node=self.node_id, signature=b"")
+        return unsigned.replace(signature=self.identity.sign(unsigned.signing_bytes()))
+
+    def verify(self, asset: Asset) -> None:
+        """Raise :class:`BadSignature` unless the asset is signed by the node it names."""
+        try:
+            pub = bytes.fromhex(asset.source_node)
+        except ValueError:
+            raise BadSignature(f"asset {asset.id}: source_node is not a node id") from None
+        if not asset.signature:
+            raise BadSignature(f"asset {asset.id} is not signed")
+        try:
+            crypto.verify(pub, asset.signing_bytes(), asset.signature)
+        except BadSignature as e:
+            raise BadSignature(f"asset {asset.id}: bad signature from {asset.source_node[:16]}…") from e
+
+    def check_payload(self, asset: Asset) -> None:
+        size = len(canonical_json(asset.payload).encode())
+        if size > self.max_payload_bytes:
+            raise PayloadTooLarge(f"asset {asset.id}: payload is {size} bytes; the limit is {self.max_payload_bytes}")
+
+    def put_many(
+        self, assets: Sequence[Asset], vectors: Sequence[np.ndarray | None], embedder: str, dim: int
+    ) -> list[bool]:
+        """Store signed assets and their vectors in one atomic, durable commit. All or nothing.
+
+        Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
+        """
+        if len(assets) != len(vectors):
+            raise InvalidAsset("one vector (or None) per asset")
+        for a in assets:
+            if not isinstance(a, Asset):
+                raise InvalidAsset(f"not an Asset: {type(a).__name__}")
+        ids = [a.id for a in assets]
+        if len(set(ids)) != len(ids):
+            raise InvalidAsset("the same asset id appears twice in one batch")
+        for a, v in zip(assets, vectors, strict=True):
+            if a.tombstone:
+                raise InvalidAsset(f"asset {a.id}: tombstones are written by delete, not put")
+            self.check_payload(a)
+            self.verify(a)
+            if v is not None and np.asarray(v).shape != (dim,):
+                raise IndexMismatch(f"asset {a.id}: vector of shape {np.asarray(v).shape}, expected ({dim},)")
+        olds = self._load_existing([bytes.fromhex(i) for i in ids])
+        for a, old in zip(assets, olds, strict=True):
+            if old is None:
+                continue
+            if old.tombstone:
+                raise Deleted(f"asset {a.id} was deleted; a deleted id is not reused")
+            if old.signing_bytes() != a.signing_bytes() and a.version <= old.version:
+                raise InvalidAsset(
+                    f"asset {a.id}: an edit must advance the version (stored {old.version}, got {a.version})"
+                )
+        parts = [self.ensure_partition(partition_of(a), embedder, dim) for a in assets]
+
+        ops: list[Op] = []
+        changed: list[bool] = []
+        after: list[tuple[_Live, str, np.ndarray | None, _Live | None]] = []
+        seq = self.seq
+        for a, v, old, part in zip(assets, vectors, olds, parts, strict=True):
+            if old is not None and old.signing_bytes() == a.signing_bytes():
+                changed.append(False)
+                continue
+            changed.append(True)
+            live = self._live[part.pid]
+            idb = bytes.fromhex(a.id)
+            old_live = None
+            if old is not None:
+                old_pid = self.pid_of(partition_of(old))
+                if old_pid != part.pid:
+                    old_live = self._live[old_pid]
+                    ops.append(Delete("vectors", old_pid + idb))
+            ops.extend(self._diff_ops(old, a))
+            ops.append(Put("assets", idb, self._seal_record(a, live)))
+            vec = None if v is None else np.asarray(v, dtype=np.float32)
+            if vec is not None and float(np.linalg.norm(vec)) > 0:
+                ops.append(
+                    Put(
+                        "vectors",
+                        part.pid + idb,
+                        crypto.seal(live.key, vec.tobytes(), self._vector_aad(part, idb), self.entropy),
+                    )
+                )
+            else:
+                vec = None
+                ops.append(Delete("vectors", part.pid + idb))
+            seq += 1
+            ops.append(Put("journal", pack(seq), OP_PUT + idb + part.pid + pack(a.version)))
+            after.append((live, a.id, vec, old_live))
+        if not ops:
+            return changed
+        self.kv.commit(ops)
+        self.seq = seq
+        for live, id_, vec, old_live in after:
+            if old_live is not None:
+                old_live.index.remove(id_)
+                old_live.pending.pop(id_, None)
+                old_live.dirty = True
+            live.index.remove(id_)
+            live.pending.pop(id_, None)
+            if vec is not None:
+                live.pending[id_] = vec
+            live.dirty = True
+        return changed
+
+    def _diff_ops(self, old: Asset | None, new: Asset) -> list[Op]:
+        ops: list[Op] = []
+        for space, keys in (("index", self._index_keys), ("edges", self._edge_keys)):
+            before = keys(old) if old is not None else set()
+            now = keys(new)
+            ops.extend(Delete(space, k) for k in sorted(before - now))
+            ops.extend(Put(space, k, b"") for k in sorted(now - before))
+        return ops
+
+    def _load_existing(self, idbs: Sequence[bytes]) -> list[Asset | None]:
+        blobs = self.kv.load_many("assets", idbs)
+        return [None if b is None else self._open_record(i, b) for i, b in zip(idbs, blobs, strict=True)]
+
+    def delete(self, id_: str, now: int) -> Asset:
+        """Tombstone an asset: its payload, vector, index entries and edges go; a signed tombstone stays."""
+        idb = _id_bytes(id_)
+        (old,) = self._load_existing([idb])
+        if old is None:
+            raise NotFound(f"no asset {id_}")
+        if old.tombstone:
+            return old
+        tomb = self.sign(
+            old.replace(
+                payload={},
+                entities=(),
+                tags=(),
+                goal="",
+                segment="",
+                references=(),
+                supports=(),
+                contradicts=(),
+                supersedes=(),
+                derived_from=(),
+                embedding_refs=(),
+                source=None,
+                tombstone=True,
+                version=old.version + 1,
+                updated_at=max(now, old.updated_at),
+            )
+        )
+        pid = self.pid_of(partition_of(old))
+        live = self._live[pid]
+        seq = self.seq + 1
+        ops = self._diff_ops(old, tomb)
+        ops += [
+            Put("assets", idb, self._seal_record(tomb, live)),
+            Delete("vectors", pid + idb),
+            Put("journal", pack(seq), OP_TOMBSTONE + idb + pid + pack(tomb.version)),
+        ]
+        self.kv.commit(ops)
+        self.seq = seq
+        live.index.remove(id_)
+        live.pending.pop(id_, None)
+        live.dirty = True
+        return tomb
+
+    # -- reads -----------------------------------------------------------------------------------------------------
+
+    def get(self, id_: str, *, include_deleted: bool = False) -> Asset:
+        idb = _id_bytes(id_)
+        blob = self.kv.load("assets", idb)
+        if blob is None:
+            raise NotFound(f"no asset {id_}")
+        asset = self._open_record(idb, blob)
+        if asset.tombstone and not include_deleted:
+            raise Deleted(f"asset {id_} was deleted")
+        return asset
+
+    def get_many(self, ids: Sequence[str]) -> list[Asset | None]:
+        """The live assets for ``ids`` in order (None for missing or deleted ones)."""
+        found = self._load_existing([_id_bytes(i) for i in ids])
+        return [a if a is not None and not a.tombstone else None for a in found]
+
+    def list_ids(self, field: str, value: str, *, limit: int | None = None) -> list[str]:
+        """Ids of live assets whose ``field`` (type, scope, owner, tenant, entity, goal, segment, tag) is ``value``."""
+        code = INDEX_FIELDS.get(field)
+        if code is None:
+            raise InvalidAsset(f"cannot list by {field!r}; fields are {', '.join(INDEX_FIELDS)} and time")
+        prefix = code + self._blind(code, value)
+        return [k[17:].hex() for k, _ in self.kv.load_range("index", prefix, prefix_end(prefix), limit=limit)]
+
+    def list_time(self, start: int, end: int, *, limit: int | None = None) -> list[str]:
+        """Ids of live assets created in ``[start, end)`` (microseconds), oldest first."""
+        lo, hi = TIME_FIELD + pack(start), TIME_FIELD + pack(end)
+        return [k[9:].hex() for k, _ in self.kv.load_range("index", lo, hi, limit=limit)]
+
+    def edges(self, id_: str, *, reverse: bool = False) -> list[tuple[str, str]]:
+        """(relation, other id) pairs: outgoing edges, or with ``reverse`` the incoming ones."""
+        idb = _id_bytes(id_)
+        names = {code: name for name, code in EDGE_CODES.items()}
+        out = []
+        for k, _ in self.kv.load_range("edges", idb, prefix_end(idb)):
+            code = k[16]
+            if bool(code & 0x80) == reverse:
+                out.append((names[code & 0x7F], k[17:].hex()))
+        return out
+
+    def search(self, vector: np.ndarray, partitions: Iterable[PartitionRef], k: int = 10) -> list[Hit]:
+        """The ``k`` nearest live assets to ``vector`` within ``partitions`` only, best first.
+
+        Partitions are chosen by the caller's authorization *before* this call; no other partition's index or tail
+        is touched.
+        """
+        if k <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        cands: dict[str, tuple[float, str, str]] = {}
+        for ref in partitions:
+            live = self._live.get(self.pid_of(ref))
+            if live is None:
+                continue
+            if q.shape != (live.part.dim,):
+                raise IndexMismatch(f"query of shape {q.shape} against {ref.name} ({live.part.dim} dims)")
+            for id_, score in live.index.search(q, k):
+                cands[id_] = (score, ref.name, "index")
+            if live.pending:
+                ids = list(live.pending)
+                mat = np.stack([live.pending[i] for i in ids])
+                for id_, score in top_k(ids, mat @ q, k):
+                    cands[id_] = (score, ref.name, "tail")
+        ranked = top_k(list(cands), np.array([c[0] for c in cands.values()], dtype=np.float32), k)
+        assets = self.get_many([i for i, _ in ranked])
+        return [Hit(a, s, cands[i][1], cands[i][2]) for (i, s), a in zip(ranked, assets, strict=True) if a is not None]
+
+    # -- index maintenance -----------------------------------------------------------------------------------------
+
+    def pending(self) -> int:
+        return sum(len(lv.pending) for lv in self._live.values())
+
+    def catch_up(self, max_items: int | None = None, progress: Callable[[int], None] | None = None) -> int:
+        """Move not-yet-indexed vectors into their partition indexes; returns how many moved."""
+        moved = 0
+        for live in self._live.values():
+            while live.pending and (max_items is None or moved < max_items):
+                room = len(live.pending) if max_items is None else min(len(live.pending), max_items - moved)
+                batch = list(live.pending.items())[: min(room, 4096)]
+                live.index.add([i for i, _ in batch], np.stack([v for _, v in batch]))
+                for i, _ in batch:
+                    del live.pending[i]
+                moved += len(batch)
+                live.dirty = True
+                if progress:
+                    progress(len(batch))
+        return moved
+
+    def checkpoint(self) -> int:
+        """Index every pending vector and write sealed snapshots of changed indexes. Returns snapshots written."""
+        self.catch_up()
+        written = 0
+        for pid, live in self._live.items():
+            if not live.dirty:
+                continue
+            head = json.dumps(
+                {"seq": self.seq, "embedder": live.part.embedder, "dim": live.part.dim, "count": len(live.index)}
+            ).encode()
+            raw = struct.pack(">I", len(head)) + head + live.index.dump()
+            aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
+            self.blobs.write(self._snapshot_name(pid), crypto.seal(live.key, raw, aad, self.entropy))
+            live.covered_seq = self.seq
+            live.dirty = False
+            written += 1
+        return written
+
+    def stats(self) -> StoreStats:
+        assets = tombstones = 0
+        per: dict[str, dict[str, int | str]] = {}
+        for lv in self._live.values():
+            per[lv.part.ref.name] = {
+                "indexed": len(lv.index),
+                "pending": len(lv.pending),
+                "embedder": lv.part.embedder,
+                "epoch": lv.part.epoch,
+            }
+        for k, blob in self.kv.load_range("assets"):
+            if self._open_record(k, blob).tombstone:
+                tombstones += 1
+            else:
+                assets += 1
+        return StoreStats(
+            assets=assets,
+            tombstones=tombstones,
+            partitions=per,
+            journal_seq=self.seq,
+            indexed=sum(len(lv.index) for lv in self._live.values()),
+            pending=self.pending(),
+            rebuilt_indexes=self.rebuilt_indexes,
+            replayed_events=self.replayed_events,
+        )
+
+    def close(self) -> None:
+        self.kv.close()
+
+
+def count_types(store: Store) -> dict[str, int]:
+    """Live assets per type (through the blind type index)."""
+    return {t.value: len(store.list_ids("type", t.value)) for t in AssetType}
+
+
+__all__ = ["Hit", "Partition", "PrivacyScope", "Store", "StoreStats", "count_types"]

@@ -1,0 +1,74 @@
+"""Typed errors shared by every layer.
+
+Every failure that a caller can cause (bad input, wrong key, a locked or closed store) raises a subclass of
+:class:`GamlError` with a message that says what was wrong and what to do; nothing is written when one is raised.
+"""
+
+from __future__ import annotations
+
+
+class GamlError(Exception):
+    """Base of every error GAML raises on purpose."""
+
+
+class InvalidAsset(GamlError, ValueError):
+    """An asset (or a field of one) does not satisfy the model's rules."""
+
+
+class UnknownEnumValue(InvalidAsset):
+    """A field names an enum value that does not exist."""
+
+
+class PayloadTooLarge(InvalidAsset):
+    """The asset's payload is over the configured size limit."""
+
+
+class BadSignature(GamlError):
+    """A signature does not verify against the claimed signer's key."""
+
+
+class DecryptionFailed(GamlError):
+    """A sealed object did not open: a wrong key, or the bytes were altered."""
+
+
+class WrongKey(DecryptionFailed):
+    """The keychain does not hold the keys this store was written with."""
+
+
+class KeychainError(GamlError):
+    """The keychain is missing, locked, unreadable, or has no such key."""
+
+
+class WrongPassphrase(KeychainError):
+    """The passphrase (or unattended key) does not open the keychain."""
+
+
+class StoreError(GamlError):
+    """A storage-level failure."""
+
+
+class StoreClosed(StoreError):
+    """An operation was attempted on a closed store."""
+
+
+class StoreLocked(StoreError):
+    """Another process (or another open handle) holds the database lock."""
+
+
+class StoreCorrupt(StoreError):
+    """Stored bytes fail their integrity checks. Never silently reset: restore from a copy or investigate."""
+
+
+class NotFound(GamlError, KeyError):
+    """No asset with that id exists."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class Deleted(NotFound):
+    """The asset was deleted: only its tombstone remains."""
+
+
+class IndexMismatch(GamlError, ValueError):
+    """A vector does not fit its partition (another embedder or another dimension)."""

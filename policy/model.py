@@ -1,0 +1,483 @@
+"""The Cognitive Asset: GAML's unit of memory, as an immutable, validated domain type.
+
+The wire schema is ``proto/gaml/v1/asset.proto``; this module mirrors it field for field and enum for enum (a test pins
+the correspondence). Everything here is pure: no clock, no randomness, no I/O. Timestamps are integers, microseconds
+since the Unix epoch (UTC), passed in by the caller.
+
+Normalization happens on construction, so that equal content has equal bytes: set-like string lists are deduplicated
+and sorted, payload numbers that are whole become ``int``, and the payload is frozen. ``canonical_bytes`` gives the
+deterministic encoding that ids, signatures and storage use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from policy.errors import InvalidAsset, UnknownEnumValue
+
+CANONICAL_TAG: Final = b"GAML-ASSET-1\n"
+ASSET_ID_TAG: Final = b"gaml-asset-id-v1"  # blake2b personalisation: exactly 16 bytes
+ITEM_ID_TAG: Final = b"gaml-item-id-v1\x00"
+ID_RE: Final = re.compile(r"^[0-9a-f]{32}$")
+MAX_SAFE_INT: Final = 2**53  # payload numbers travel as doubles in google.protobuf.Struct
+
+
+class _Named(enum.Enum):
+    """An enum whose values are the lower-case names used in JSON and on the CLI."""
+
+    @classmethod
+    def parse(cls, value: object) -> Any:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            key = value.strip().lower()
+            for member in cls:
+                if member.value == key:
+                    return member
+        valid = ", ".join(m.value for m in cls)
+        raise UnknownEnumValue(f"{cls.__name__}: unknown value {value!r}; expected one of: {valid}")
+
+
+class AssetType(_Named):
+    FACT = "fact"
+    GOAL = "goal"
+    CONSTRAINT = "constraint"
+    POLICY = "policy"
+    BRIDGE_BLOCK = "bridge_block"
+    PROCEDURE = "procedure"
+    TOOL_RESULT = "tool_result"
+    CAPABILITY = "capability"
+    CONNECTOR = "connector"
+    CAPABILITY_PROVIDER = "capability_provider"
+    PLAN = "plan"
+    EXECUTION_CLAIM = "execution_claim"
+    CHECKPOINT_CALIBRATION = "checkpoint_calibration"
+    VERIFICATION_RESULT = "verification_result"
+    EXECUTION_VERDICT = "execution_verdict"
+    ARBITRATION_RESULT = "arbitration_result"
+    CONSENSUS_RECORD = "consensus_record"
+    BENCHMARK_RESULT = "benchmark_result"
+    DISTILLATION_SAMPLE = "distillation_sample"
+    SPECIALIST_TRACE = "specialist_trace"
+    EVENT = "event"
+    TENANT_OPERATIONAL = "tenant_operational"
+
+
+class Creator(_Named):
+    USER = "user"
+    MODEL = "model"
+    EXPERT = "expert"
+    TOOL = "tool"
+    SYSTEM = "system"
+    SWARM = "swarm"
+
+
+class TrustClass(_Named):
+    HIGHER_TRUST = "higher_trust"
+    LOWER_TRUST = "lower_trust"
+    UNVERIFIED = "unverified"
+
+
+class PrivacyScope(_Named):
+    """Ordered from the narrowest to the widest audience."""
+
+    LOCAL_ONLY = "local_only"
+    USER_PRIVATE = "user_private"
+    TRUSTED_DEVICES = "trusted_devices"
+    ENTERPRISE_PRIVATE = "enterprise_private"
+    TENANT_PRIVATE = "tenant_private"
+    SHARED = "shared"
+    PUBLIC = "public"
+
+
+class ReplicationPolicy(_Named):
+    NONE = "none"
+    TRUSTED_DEVICES = "trusted_devices"
+    PRIVATE_SUBNET = "private_subnet"
+    TENANT_NODES = "tenant_nodes"
+    PUBLIC_SWARM = "public_swarm"
+
+
+class InferencePolicy(_Named):
+    LOCAL_ONLY = "local_only"
+    PRIVATE_NODES = "private_nodes"
+    PUBLIC_WITH_REDACTION = "public_with_redaction"
+    PUBLIC_ALLOWED = "public_allowed"
+
+
+class TrainingPolicy(_Named):
+    PROHIBITED = "prohibited"
+    LOCAL_ONLY = "local_only"
+    TENANT_ONLY = "tenant_only"
+    ANONYMIZED_OPT_IN = "anonymized_opt_in"
+    ALLOWED = "allowed"
+
+
+class ExportPolicy(_Named):
+    PROHIBITED = "prohibited"
+    APPROVAL_REQUIRED = "approval_required"
+    ALLOWED = "allowed"
+
+
+class Level(_Named):
+    """The level-of-detail ladder: L0 verbatim, L1 summary, L2 distillation, L3 skeleton."""
+
+    L0 = "l0"
+    L1 = "l1"
+    L2 = "l2"
+    L3 = "l3"
+
+
+class Tier(_Named):
+    HOT = "hot"
+    WARM = "warm"
+    COLD = "cold"
+
+
+ENUM_FIELDS: Final[dict[str, type[_Named]]] = {
+    "asset_type": AssetType,
+    "creator": Creator,
+    "trust_class": TrustClass,
+    "privacy_scope": PrivacyScope,
+    "replication_policy": ReplicationPolicy,
+    "inference_policy": InferencePolicy,
+    "training_policy": TrainingPolicy,
+    "export_policy": ExportPolicy,
+    "level": Level,
+    "tier": Tier,
+}
+SET_FIELDS: Final = (
+    "allowed_principals",
+    "allowed_roles",
+    "policy_tags",
+    "references",
+    "supports",
+    "contradicts",
+    "supersedes",
+    "derived_from",
+    "embedding_refs",
+    "entities",
+    "tags",
+)
+EDGE_FIELDS: Final = ("references", "supports", "contradicts", "supersedes", "derived_from")
+SCORE_FIELDS: Final = ("confidence_score", "provenance_score", "freshness_score")
+TIME_FIELDS: Final = ("created_at", "updated_at")
+# Local state: not part of the signed content (it changes as the node uses the asset).
+UNSIGNED_FIELDS: Final = ("signature", "tier", "heat")
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses mutation, so that a frozen asset's payload stays frozen."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("asset payloads are immutable; build a new asset instead")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(canonical_json(self))
+
+
+def freeze_json(value: Any, path: str = "payload") -> Any:
+    """Validate a JSON value and return its frozen, normalized form (whole floats become ints)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INT:
+            raise InvalidAsset(f"{path}: integer {value} is beyond ±2**53 and cannot travel exactly; use a string")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidAsset(f"{path}: {value} is not a finite number")
+        if value.is_integer() and abs(value) <= MAX_SAFE_INT:
+            return int(value)
+        return value
+    if isinstance(value, Mapping):
+        out = FrozenDict()
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidAsset(f"{path}: object keys must be strings, got {type(k).__name__}")
+            dict.__setitem__(out, k, freeze_json(v, f"{path}.{k}"))
+        return out
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze_json(v, f"{path}[{i}]") for i, v in enumerate(value))
+    raise InvalidAsset(f"{path}: {type(value).__name__} is not a JSON value")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def thaw_json(value: Any) -> Any:
+    """The plain (mutable) copy of a frozen JSON value."""
+    if isinstance(value, Mapping):
+        return {k: thaw_json(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw_json(v) for v in value]
+    return value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SourcePointer:
+    """A stable pointer back to the verbatim record an item came from: a source id and offsets within it."""
+
+    source_id: str
+    start: int = 0
+    end: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source_id, str) or not self.source_id:
+            raise InvalidAsset("source.source_id must be a non-empty string")
+        for name in ("start", "end"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidAsset(f"source.{name} must be a non-negative integer, got {v!r}")
+        if self.end < self.start:
+            raise InvalidAsset(f"source.end ({self.end}) is before source.start ({self.start})")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retention:
+    """When the asset must be forgotten: at an absolute time, or a duration after its creation (0 = never)."""
+
+    delete_at: int = 0
+    ttl_seconds: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("delete_at", "ttl_seconds"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidAsset(f"retention_policy.{name} must be a non-negative integer, got {v!r}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Heat:
+    """Access counters behind the hot/warm/cold tiers (local, unsigned state)."""
+
+    visits: int = 0
+    last_access: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Asset:
+    """A Cognitive Asset. Construct it with keyword arguments; it validates and normalizes itself."""
+
+    id: str
+    asset_type: AssetType
+    payload: Mapping[str, Any]
+    owner_id: str
+    created_at: int
+    updated_at: int = 0
+    version: int = 1
+    source_node: str = ""
+    tenant_scope: str = ""
+    creator: Creator = Creator.USER
+    confidence_score: float = 1.0
+    provenance_score: float = 0.5
+    freshness_score: float = 1.0
+    trust_class: TrustClass = TrustClass.UNVERIFIED
+    privacy_scope: PrivacyScope = PrivacyScope.USER_PRIVATE
+    allowed_principals: tuple[str, ...] = ()
+    allowed_roles: tuple[str, ...] = ()
+    replication_policy: ReplicationPolicy = ReplicationPolicy.NONE
+    inference_policy: InferencePolicy = InferencePolicy.LOCAL_ONLY
+    training_policy: TrainingPolicy = TrainingPolicy.PROHIBITED
+    export_policy: ExportPolicy = ExportPolicy.APPROVAL_REQUIRED
+    encryption_key_ref: str = ""
+    retention_policy: Retention = Retention()
+    policy_tags: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    supports: tuple[str, ...] = ()
+    contradicts: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    derived_from: tuple[str, ...] = ()
+    embedding_refs: tuple[str, ...] = ()
+    signature: bytes = b""
+    # Memory fields (the journal design).
+    goal: str = ""
+    level: Level = Level.L0
+    segment: str = ""
+    source: SourcePointer | None = None
+    entities: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    valid_from: int = 0
+    valid_to: int = 0
+    tier: Tier = Tier.HOT
+    heat: Heat = Heat()
+    tombstone: bool = False
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if not isinstance(self.id, str) or not ID_RE.match(self.id):
+            raise InvalidAsset(f"id must be 32 lower-case hex characters, got {self.id!r}")
+        for name, cls in ENUM_FIELDS.items():
+            set_(self, name, cls.parse(getattr(self, name)))
+        if not isinstance(self.payload, Mapping):
+            raise InvalidAsset(f"payload must be a JSON object, got {type(self.payload).__name__}")
+        set_(self, "payload", freeze_json(self.payload))
+        for name in ("owner_id", "source_node", "tenant_scope", "encryption_key_ref", "goal", "segment"):
+            if not isinstance(getattr(self, name), str):
+                raise InvalidAsset(f"{name} must be a string, got {type(getattr(self, name)).__name__}")
+        if not self.owner_id and self.privacy_scope is not PrivacyScope.PUBLIC:
+            raise InvalidAsset(
+                f"owner_id is required for a {self.privacy_scope.value} asset (only public assets may omit it)"
+            )
+        if (
+            self.privacy_scope in (PrivacyScope.ENTERPRISE_PRIVATE, PrivacyScope.TENANT_PRIVATE)
+            and not self.tenant_scope
+        ):
+            raise InvalidAsset(f"tenant_scope is required for a {self.privacy_scope.value} asset")
+        for name in (*TIME_FIELDS, "valid_from", "valid_to", "version"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidAsset(f"{name} must be a non-negative integer, got {v!r}")
+        if self.version < 1:
+            raise InvalidAsset("version starts at 1")
+        if self.valid_to and self.valid_to < self.valid_from:
+            raise InvalidAsset("valid_to is before valid_from")
+        for name in SCORE_FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise InvalidAsset(f"{name} must be a number in [0, 1], got {v!r}")
+            set_(self, name, float(v))
+        for name in SET_FIELDS:
+            set_(self, name, _string_set(name, getattr(self, name)))
+        for name in EDGE_FIELDS:
+            for target in getattr(self, name):
+                if not ID_RE.match(target):
+                    raise InvalidAsset(f"{name}: {target!r} is not an asset id")
+        if not isinstance(self.signature, (bytes, bytearray)):
+            raise InvalidAsset("signature must be bytes")
+        set_(self, "signature", bytes(self.signature))
+        if not isinstance(self.retention_policy, Retention):
+            raise InvalidAsset("retention_policy must be a Retention")
+        if self.source is not None and not isinstance(self.source, SourcePointer):
+            raise InvalidAsset("source must be a SourcePointer")
+        if not isinstance(self.heat, Heat):
+            raise InvalidAsset("heat must be a Heat")
+        if not isinstance(self.tombstone, bool):
+            raise InvalidAsset("tombstone must be a bool")
+
+    # -- derived views -------------------------------------------------------------------------------------------
+
+    def replace(self, **changes: Any) -> Asset:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self, *, signed_only: bool = False) -> dict[str, Any]:
+        """A plain JSON-able dict (enums by their lower-case names, bytes as hex)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if signed_only and f.name in UNSIGNED_FIELDS:
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, _Named):
+                v = v.value
+            elif isinstance(v, (SourcePointer, Retention, Heat)):
+                v = dataclasses.asdict(v)
+            elif isinstance(v, bytes):
+                v = v.hex()
+            elif isinstance(v, tuple):
+                v = list(v)
+            elif f.name == "payload":
+                v = thaw_json(v)
+            out[f.name] = v
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Asset:
+        """Inverse of :meth:`to_dict`; unknown keys are an error, not silently dropped."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise InvalidAsset(f"unknown asset field(s): {', '.join(sorted(unknown))}")
+        kw = dict(d)
+        try:
+            if kw.get("source") is not None:
+                kw["source"] = SourcePointer(**kw["source"])
+            if "retention_policy" in kw:
+                kw["retention_policy"] = Retention(**kw["retention_policy"])
+            if "heat" in kw:
+                kw["heat"] = Heat(**kw["heat"])
+            if "signature" in kw:
+                kw["signature"] = bytes.fromhex(kw["signature"])
+        except (TypeError, ValueError) as e:
+            raise InvalidAsset(f"malformed asset field: {e}") from e
+        for name in SET_FIELDS:
+            if name in kw and isinstance(kw[name], list):
+                kw[name] = tuple(kw[name])
+        try:
+            return cls(**kw)
+        except TypeError as e:
+            raise InvalidAsset(f"malformed asset: {e}") from e
+
+    def signing_bytes(self) -> bytes:
+        """What the writing node signs: the canonical encoding without signature and local state."""
+        return CANONICAL_TAG + canonical_json(self.to_dict(signed_only=True)).encode()
+
+    def canonical_bytes(self) -> bytes:
+        """The full deterministic encoding (storage), including signature and local state."""
+        return CANONICAL_TAG + canonical_json(self.to_dict()).encode()
+
+    @classmethod
+    def from_canonical(cls, data: bytes) -> Asset:
+        if not data.startswith(CANONICAL_TAG):
+            raise InvalidAsset("not a canonical GAML asset encoding (missing tag)")
+        try:
+            d = json.loads(data[len(CANONICAL_TAG) :])
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InvalidAsset(f"canonical asset encoding is not valid JSON: {e}") from e
+        if not isinstance(d, dict):
+            raise InvalidAsset("canonical asset encoding is not an object")
+        return cls.from_dict(d)
+
+    def text(self) -> str:
+        """The text that represents the asset for embedding and display: payload text, then entities and tags."""
+        parts: list[str] = []
+        text = self.payload.get("text")
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            parts.extend(_string_leaves(self.payload))
+        parts.extend(self.entities)
+        parts.extend(self.tags)
+        return " ".join(p for p in parts if p)
+
+
+def _string_set(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidAsset(f"{name} must be a list of strings, got {type(value).__name__}")
+    items = list(value)
+    for v in items:
+        if not isinstance(v, str) or not v:
+            raise InvalidAsset(f"{name} must hold non-empty strings, got {v!r}")
+    return tuple(sorted(set(items)))
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for k in sorted(value) for s in _string_leaves(value[k])]
+    if isinstance(value, tuple):
+        return [s for v in value for s in _string_leaves(v)]
+    return []
+
+
+def content_id(asset_type: AssetType | str, owner_id: str, tenant_scope: str, payload: Mapping[str, Any]) -> str:
+    """The id of a new asset: a versioned, domain-separated hash of its type, owner, tenant and canonical payload."""
+    t = AssetType.parse(asset_type)
+    body = canonical_json([t.value, owner_id, tenant_scope, freeze_json(payload)]).encode()
+    return hashlib.blake2b(body, digest_size=16, person=ASSET_ID_TAG).hexdigest()
+
+
+def item_id(source_id: str, position: int) -> str:
+    """The id of an ingested item: a hash of its source and position, so re-ingestion is an upsert."""
+    body = canonical_json([source_id, position]).encode()
+    return hashlib.blake2b(body, digest_size=16, person=ITEM_ID_TAG).hexdigest()

@@ -1,0 +1,1 @@
+"""Wire schemas (protobuf) and their conversions to the domain types."""

@@ -1,0 +1,268 @@
+"""Conversions between the domain type :class:`policy.model.Asset` and its wire forms.
+
+Two wire forms are covered:
+
+- **protobuf** (``gaml.v1.Asset``): :func:`asset_to_pb` and :func:`asset_from_pb` round-trip every valid asset
+  losslessly (compare domain objects: the domain normalizes on construction, e.g. whole payload floats become ints).
+  On the wire an UNSPECIFIED enum means "the domain default", except ``asset_type``, which is required. Other fields
+  follow proto3: :func:`asset_from_pb` expects a complete message, as :func:`asset_to_pb` writes it.
+- **JSON** (the CLI's input and output): :func:`draft_from_json` reads the protobuf JSON mapping, also accepting the
+  domain's short lower-case enum names, and returns keyword arguments for ``Asset`` holding only the fields given;
+  :func:`asset_to_json` renders an asset for display in a form that :func:`draft_from_json` reads back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.struct_pb2 import Struct
+
+from policy.errors import InvalidAsset, UnknownEnumValue
+from policy.model import (
+    ENUM_FIELDS,
+    SET_FIELDS,
+    Asset,
+    Heat,
+    Retention,
+    SourcePointer,
+    freeze_json,
+    thaw_json,
+)
+from proto.gaml.v1 import asset_pb2
+
+__all__ = ["asset_from_pb", "asset_to_json", "asset_to_pb", "draft_from_json"]
+
+_ASSET_DESCRIPTOR: Final = asset_pb2.Asset.DESCRIPTOR
+# Domain sub-objects and the proto messages they travel as.
+_NESTED: Final[dict[str, tuple[type[Any], Any]]] = {
+    "source": (SourcePointer, asset_pb2.SourcePointer),
+    "retention_policy": (Retention, asset_pb2.Retention),
+    "heat": (Heat, asset_pb2.Heat),
+}
+# Dataclass defaults: what an UNSPECIFIED enum on the wire stands for.
+_DEFAULTS: Final[dict[str, Any]] = {
+    f.name: f.default for f in dataclasses.fields(Asset) if f.default is not dataclasses.MISSING
+}
+# JSON key (original or lowerCamelCase name) -> the Asset field's descriptor.
+_BY_JSON_KEY: Final[dict[str, Any]] = {
+    **{fd.name: fd for fd in _ASSET_DESCRIPTOR.fields},
+    **{fd.json_name: fd for fd in _ASSET_DESCRIPTOR.fields},
+}
+_INT64_TYPES: Final = (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64)
+
+
+def _enum_prefix(cls: type) -> str:
+    """The buf-style value prefix of a domain enum class: its name in UPPER_SNAKE (``TrustClass`` → ``TRUST_CLASS``)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
+
+
+def _pb_enum(field: str) -> Any:  # an EnumDescriptor (pure-Python or upb)
+    enum_type = _ASSET_DESCRIPTOR.fields_by_name[field].enum_type
+    assert enum_type is not None, field
+    return enum_type
+
+
+def _short_names(field: str) -> str:
+    return ", ".join(m.value for m in ENUM_FIELDS[field])
+
+
+def _enum_to_pb(field: str, member: Any) -> int:
+    name = f"{_enum_prefix(ENUM_FIELDS[field])}_{member.name}"
+    return _pb_enum(field).values_by_name[name].number
+
+
+def _enum_from_pb(field: str, number: int) -> Any:
+    """The domain member for a wire enum number; ``None`` for UNSPECIFIED (0)."""
+    if number == 0:
+        return None
+    value = _pb_enum(field).values_by_number.get(number)
+    if value is None:
+        raise UnknownEnumValue(f"{field}: unknown enum number {number}; expected one of: {_short_names(field)}")
+    cls = ENUM_FIELDS[field]
+    return cls[value.name[len(_enum_prefix(cls)) + 1 :]]
+
+
+def _wire_error(e: Exception) -> InvalidAsset:
+    return InvalidAsset(f"asset does not fit the wire schema: {e}")
+
+
+# -- protobuf --------------------------------------------------------------------------------------------------------
+
+
+def asset_to_pb(asset: Asset) -> asset_pb2.Asset:
+    """The ``gaml.v1.Asset`` message for a domain asset (every field set; ``source`` only when there is one).
+
+    Raises :class:`InvalidAsset` if a value does not fit its wire type (an integer beyond 64 bits).
+    """
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(Asset):
+        value = getattr(asset, f.name)
+        if f.name in ENUM_FIELDS:
+            kw[f.name] = _enum_to_pb(f.name, value)
+        elif f.name == "payload":
+            continue
+        elif f.name in _NESTED:
+            if value is not None:
+                kw[f.name] = _NESTED[f.name][1](**dataclasses.asdict(value))
+        elif f.name in SET_FIELDS:
+            kw[f.name] = list(value)
+        else:
+            kw[f.name] = value
+    try:
+        msg = asset_pb2.Asset(**kw)
+        msg.payload.update(thaw_json(asset.payload))
+    except (TypeError, ValueError) as e:
+        raise _wire_error(e) from e
+    msg.payload.SetInParent()  # an empty payload is still a payload
+    return msg
+
+
+def _payload_from_pb(struct: Struct) -> dict[str, Any]:
+    payload = json_format.MessageToDict(struct)
+    assert isinstance(payload, dict)
+    return payload
+
+
+def _field_from_pb(msg: asset_pb2.Asset, name: str) -> Any:
+    """The domain value of one non-enum field of a message."""
+    if name == "payload":
+        return _payload_from_pb(msg.payload)
+    if name in _NESTED:
+        if name == "source" and not msg.HasField("source"):
+            return None
+        domain_cls, _ = _NESTED[name]
+        sub = getattr(msg, name)
+        return domain_cls(**{f.name: getattr(sub, f.name) for f in dataclasses.fields(domain_cls)})
+    if name in SET_FIELDS:
+        return tuple(getattr(msg, name))
+    return getattr(msg, name)
+
+
+def asset_from_pb(msg: asset_pb2.Asset) -> Asset:
+    """The domain asset for a ``gaml.v1.Asset`` message.
+
+    An UNSPECIFIED enum takes the domain default; an UNSPECIFIED ``asset_type`` raises :class:`InvalidAsset`, and an
+    enum number the schema does not define raises :class:`UnknownEnumValue`. The asset validates itself as usual.
+    """
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(Asset):
+        if f.name in ENUM_FIELDS:
+            member = _enum_from_pb(f.name, getattr(msg, f.name))
+            if member is None:
+                if f.name == "asset_type":
+                    raise InvalidAsset("asset_type is required (got ASSET_TYPE_UNSPECIFIED)")
+                member = _DEFAULTS[f.name]
+            kw[f.name] = member
+        else:
+            kw[f.name] = _field_from_pb(msg, f.name)
+    return Asset(**kw)
+
+
+# -- JSON ------------------------------------------------------------------------------------------------------------
+
+
+def _json_enum(field: str, value: Any) -> Any:
+    """Map a JSON enum value (proto name, or domain short name, any case; or a number) to what ParseDict reads."""
+    names = _pb_enum(field).values_by_name
+    if isinstance(value, str):
+        key = value.strip().upper()
+        if key in names:
+            return key
+        prefixed = f"{_enum_prefix(ENUM_FIELDS[field])}_{key}"
+        if not key.endswith("UNSPECIFIED") and prefixed in names:
+            return prefixed
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if value in _pb_enum(field).values_by_number:
+            return value
+    else:
+        raise InvalidAsset(f"{field}: expected an enum name, got {type(value).__name__} {value!r}")
+    raise UnknownEnumValue(f"{field}: unknown value {value!r}; expected one of: {_short_names(field)}")
+
+
+def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for :class:`policy.model.Asset` from an asset in the protobuf JSON mapping.
+
+    Field names may be the original (``privacy_scope``) or lowerCamelCase (``privacyScope``) ones. Enum values may be
+    proto names (``PRIVACY_SCOPE_USER_PRIVATE``) or the domain's short names (``user_private``), case-insensitively.
+    Only the fields the JSON gives appear in the result (a ``null`` counts as absent, and so does an UNSPECIFIED enum
+    other than ``asset_type``), so the caller fills the rest (``id``, ``signature``, ``source_node``, ``created_at``,
+    ``version`` ...). Values are domain values: enum members, a plain payload dict (whole numbers as ints), ints for
+    timestamps, tuples for lists, ``SourcePointer``/``Retention``/``Heat`` objects, bytes for the signature.
+
+    Raises :class:`UnknownEnumValue` for an enum value the schema does not define (the message names the field and
+    the accepted names), and :class:`InvalidAsset` for anything else malformed: not an object, an unknown field, a
+    field given twice, or a value of the wrong type (with json_format's message).
+    """
+    if not isinstance(obj, Mapping):
+        raise InvalidAsset(f"an asset must be a JSON object, got {type(obj).__name__}")
+    prepared: dict[str, Any] = {}
+    given: dict[str, str] = {}  # field name -> the key it was given under
+    for key, value in obj.items():
+        fd = _BY_JSON_KEY.get(key)
+        if fd is None:
+            prepared[key] = value  # ParseDict reports the unknown field
+            continue
+        if fd.name in given:
+            raise InvalidAsset(f"field {fd.name} is given twice (as {given[fd.name]!r} and {key!r})")
+        given[fd.name] = key
+        if value is None:
+            continue
+        if fd.name in ENUM_FIELDS:
+            value = _json_enum(fd.name, value)
+        elif fd.name == "payload" and isinstance(value, Mapping):
+            freeze_json(value)  # refuse numbers a double cannot hold exactly, before Struct rounds them
+        prepared[key] = value
+    try:
+        msg = json_format.ParseDict(prepared, asset_pb2.Asset())
+    except (json_format.ParseError, TypeError, ValueError) as e:
+        raise InvalidAsset(str(e)) from e
+
+    draft: dict[str, Any] = {}
+    for name in (_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY):
+        if name in ENUM_FIELDS:
+            member = _enum_from_pb(name, getattr(msg, name))
+            if member is None:
+                if name == "asset_type":
+                    raise InvalidAsset("asset_type is required (got ASSET_TYPE_UNSPECIFIED)")
+                continue
+            draft[name] = member
+        elif name == "payload":
+            draft[name] = thaw_json(freeze_json(_payload_from_pb(msg.payload)))
+        else:
+            draft[name] = _field_from_pb(msg, name)
+    return draft
+
+
+def _ints_for_int64(d: dict[str, Any], descriptor: Any) -> None:
+    """Turn the proto JSON mapping's 64-bit integer strings back into ints, in place (recursing into messages)."""
+    for fd in descriptor.fields:
+        if fd.name not in d:
+            continue
+        if fd.type in _INT64_TYPES:
+            d[fd.name] = int(d[fd.name])
+        elif fd.message_type is not None and fd.message_type.full_name.startswith("gaml."):
+            _ints_for_int64(d[fd.name], fd.message_type)
+
+
+def asset_to_json(asset: Asset) -> dict[str, Any]:
+    """A plain JSON-able dict for display: the protobuf JSON mapping with the original (snake_case) field names.
+
+    It is ``json_format.MessageToDict(asset_to_pb(asset), preserving_proto_field_name=True)`` with every field
+    printed (defaults included; ``source`` only when there is one), and three changes for readability: enums are the
+    domain's short lower-case names (``user_private``), the payload is the plain JSON object (whole numbers as ints),
+    and 64-bit integers (timestamps, version, offsets) are JSON numbers rather than strings. ``signature`` stays
+    base64, as in the protobuf JSON mapping. :func:`draft_from_json` reads the result back.
+    """
+    out = json_format.MessageToDict(
+        asset_to_pb(asset), preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+    _ints_for_int64(out, _ASSET_DESCRIPTOR)
+    for name in ENUM_FIELDS:
+        out[name] = getattr(asset, name).value
+    out["payload"] = thaw_json(asset.payload)
+    return out

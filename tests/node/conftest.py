@@ -1,0 +1,89 @@
+"""Builders for stores and nodes: the pure core over fakes, and the same core over the real shells."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from node.blobs import BlobStore, MemoryBlobs
+from node.core import Node
+from node.embed import HashEmbedder
+from node.files import FileBlobs
+from node.hnsw_index import HnswFactory
+from node.kv import KV, MemoryKV
+from node.rocks_kv import RocksKV
+from node.store import Store
+from node.vectors import AdaptiveFactory, ExactFactory, IndexFactory
+from policy import crypto
+from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
+
+NOW = 1_700_000_000_000_000
+
+
+@dataclasses.dataclass
+class World:
+    """Everything a store is made of, so a test can reopen it, inspect it, or break it."""
+
+    make_kv: Callable[[], KV]
+    blobs: BlobStore
+    keychain: MemoryKeychain
+    factory: IndexFactory
+    entropy: crypto.Entropy
+    path: Path | None = None
+    kv: KV | None = None
+
+    def open_store(self) -> Store:
+        self.kv = self.make_kv()
+        identity = crypto.SigningKey(self.keychain.get(NODE_IDENTITY_REF))
+        return Store.open(
+            self.kv, self.blobs, self.keychain, identity, self.factory, self.entropy, max_payload_bytes=4096
+        )
+
+    def open_node(self) -> Node:
+        return Node(self.open_store(), HashEmbedder(64))
+
+
+def new_keychain(seed: int = 0) -> MemoryKeychain:
+    ent = crypto.SeededEntropy(seed)
+    kc = MemoryKeychain()
+    kc.put(NODE_IDENTITY_REF, ent.random_bytes(32))
+    kc.put(NODE_MASTER_REF, ent.random_bytes(32))
+    return kc
+
+
+def memory_world() -> World:
+    holder = [MemoryKV()]
+
+    def make() -> KV:
+        holder.append(holder[-1].reopened())  # reopening sees the same data through a new handle
+        return holder[-1]
+
+    return World(make, MemoryBlobs(), new_keychain(), ExactFactory(), crypto.SeededEntropy(1))
+
+
+def rocks_world(path: Path) -> World:
+    return World(
+        lambda: RocksKV(path / "db"),
+        FileBlobs(path / "index"),
+        new_keychain(),
+        AdaptiveFactory(HnswFactory(), threshold=32),
+        crypto.SeededEntropy(1),
+        path=path,
+    )
+
+
+@pytest.fixture(params=["memory", "rocks"])
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    """The same tests run on the pure core with fakes and on RocksDB + hnswlib."""
+    w = memory_world() if request.param == "memory" else rocks_world(tmp_path)
+    yield w
+    if w.kv is not None:
+        w.kv.close()
+
+
+def fact(text: str, owner: str = "alice", **kw: Any) -> dict[str, Any]:
+    return {"asset_type": "fact", "payload": {"text": text}, "owner_id": owner, **kw}

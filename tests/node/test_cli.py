@@ -1,0 +1,153 @@
+"""The `gaml` command line, in-process, on a real home (RocksDB, hnswlib, file keychain; hash embedder for speed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from node.cli import main
+
+
+def run(
+    capsys: pytest.CaptureFixture[str],
+    *argv: str,
+    stdin: str | None = None,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+) -> tuple[int, str, str]:
+    if stdin is not None:
+        assert monkeypatch is not None
+        monkeypatch.setattr("sys.stdin", __import__("io").StringIO(stdin))
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Path:
+    monkeypatch.setenv("GAML_PASSPHRASE", "test passphrase")
+    monkeypatch.delenv("GAML_KEYCHAIN_KEY", raising=False)
+    h = tmp_path / "home"
+    code, out, _ = run(capsys, "--home", str(h), "init", "--embedder", "hash", "--max-payload", "2048")
+    assert code == 0 and json.loads(out)["embedder"] == "hash"
+    return h
+
+
+ASSETS = "\n".join(
+    json.dumps(a)
+    for a in [
+        {
+            "asset_type": "fact",
+            "payload": {"text": "Alice prefers green tea"},
+            "owner_id": "alice",
+            "entities": ["Alice"],
+        },
+        {
+            "assetType": "ASSET_TYPE_PLAN",
+            "payload": {"text": "ship release 4.2 on friday"},
+            "ownerId": "alice",
+            "privacyScope": "PRIVACY_SCOPE_TENANT_PRIVATE",
+            "tenantScope": "acme",
+        },
+        {"asset_type": "fact", "payload": {"text": "water boils at 100C"}, "privacy_scope": "public"},
+    ]
+)
+
+
+def test_init_put_get_search_stats(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI stores JSON Lines (short and proto enum names), reads back decrypted, searches by principal, counts."""
+    code, out, err = run(capsys, "--home", str(home), "put", stdin=ASSETS, monkeypatch=monkeypatch)
+    assert code == 0, err
+    ids = out.split()
+    assert len(ids) == 3
+    code, out, _ = run(capsys, "--home", str(home), "get", ids[0])
+    got = json.loads(out)
+    assert got["payload"] == {"text": "Alice prefers green tea"} and got["privacy_scope"] == "user_private"
+    code, out, _ = run(capsys, "--home", str(home), "search", "green tea", "--as", "alice", "--json")
+    hits = json.loads(out)
+    assert hits[0]["id"] == ids[0] and {h["partition"] for h in hits} == {"user_private|owner:alice", "public|public"}
+    code, out, _ = run(capsys, "--home", str(home), "search", "release", "--as", "bob", "--json")
+    assert [h["id"] for h in json.loads(out)] == [ids[2]]  # bob sees only the public fact
+    code, out, _ = run(capsys, "--home", str(home), "search", "release", "--as", "bob@acme", "--json")
+    assert ids[1] in [h["id"] for h in json.loads(out)]
+    code, out, _ = run(capsys, "--home", str(home), "stats", "--json")
+    stats = json.loads(out)
+    assert stats["assets"] == 3 and len(stats["partitions"]) == 3 and stats["pending"] == 0
+
+
+def test_put_from_file_array_and_repeat_is_idempotent(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON array from a file is stored; putting it again returns the same ids and changes nothing."""
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps([json.loads(line) for line in ASSETS.splitlines()]))
+    _, first, _ = run(capsys, "--home", str(home), "put", str(f))
+    _, second, _ = run(capsys, "--home", str(home), "put", str(f))
+    assert first.split() == second.split()
+    _, out, _ = run(capsys, "--home", str(home), "stats", "--json")
+    assert json.loads(out)["journal_seq"] == 3
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"asset_type": "fcat", "payload": {}}', "asset_type: unknown value 'fcat'"),
+        ('{"asset_type": "fact", "payload": {"x": 1}}', "owner_id is required"),
+        ('{"asset_type": "fact", "payload": {"t": "' + "x" * 3000 + '"}, "owner_id": "a"}', "limit is 2048"),
+        ('{"asset_type": "fact", "payload": {}, "owner_id": "a", "colour": "red"}', "colour"),
+        ('{"asset_type": "fact", "payload": "text", "owner_id": "a"}', "payload"),
+        ("not json at all", "not JSON"),
+        ('{"asset_type": "fact", "payload": {}, "owner_id": "a", "signature": "AAAA"}', "signature"),
+    ],
+)
+def test_bad_input_is_a_clear_error_and_writes_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, line: str, message: str
+) -> None:
+    """A batch with one bad asset fails with exit code 2 and a message naming the problem; nothing is stored."""
+    good = '{"asset_type": "fact", "payload": {"text": "fine"}, "owner_id": "a"}'
+    code, out, err = run(capsys, "--home", str(home), "put", stdin=good + "\n" + line, monkeypatch=monkeypatch)
+    assert code == 2, (out, err)
+    assert message in err and err.startswith("gaml: error:")
+    _, out, _ = run(capsys, "--home", str(home), "stats", "--json")
+    assert json.loads(out)["journal_seq"] == 0
+
+
+def test_errors_for_missing_home_wrong_passphrase_and_unknown_id(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing home, wrong passphrase, locked keychain and unknown ids each get their own clear error."""
+    code, _, err = run(capsys, "--home", str(tmp_path / "nowhere"), "stats")
+    assert code == 2 and "gaml --home" in err and "init" in err
+    code, _, err = run(capsys, "--home", str(home), "get", "0" * 32)
+    assert code == 1 and "no asset" in err
+    code, _, err = run(capsys, "--home", str(home), "get", "not-an-id")
+    assert code == 2 and "not an asset id" in err
+    monkeypatch.setenv("GAML_PASSPHRASE", "wrong")
+    code, _, err = run(capsys, "--home", str(home), "stats")
+    assert code == 3 and "does not open the keychain" in err
+    monkeypatch.delenv("GAML_PASSPHRASE")
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(""))
+    code, _, err = run(capsys, "--home", str(home), "stats")
+    assert code == 3 and "GAML_PASSPHRASE" in err
+    monkeypatch.setenv("GAML_PASSPHRASE", "test passphrase")
+    code, _, err = run(capsys, "--home", str(home), "init", "--embedder", "hash")
+    assert code == 2 and "refusing to overwrite" in err
+
+
+def test_delete_then_get(home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gaml delete` leaves a tombstone: get says deleted, --include-deleted shows the tombstone."""
+    _, out, _ = run(capsys, "--home", str(home), "put", stdin=ASSETS, monkeypatch=monkeypatch)
+    id_ = out.split()[0]
+    code, out, _ = run(capsys, "--home", str(home), "delete", id_)
+    assert code == 0 and json.loads(out)["tombstone"] is True
+    code, _, err = run(capsys, "--home", str(home), "get", id_)
+    assert code == 1 and "deleted" in err
+    code, out, _ = run(capsys, "--home", str(home), "get", id_, "--include-deleted")
+    assert code == 0 and json.loads(out)["tombstone"] is True

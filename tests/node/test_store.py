@@ -1,0 +1,327 @@
+"""The asset store, on the pure core with fakes and on RocksDB + hnswlib (the ``world`` fixture runs both)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from node.kv import MemoryKV
+from policy import crypto
+from policy.errors import (
+    BadSignature,
+    Deleted,
+    IndexMismatch,
+    InvalidAsset,
+    NotFound,
+    PayloadTooLarge,
+    StoreCorrupt,
+    WrongKey,
+)
+from policy.partitions import PartitionRef, Principal
+from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
+
+
+def snapshot(world: World) -> dict[str, list[tuple[bytes, bytes]]]:
+    assert world.kv is not None
+    return {s: list(world.kv.load_range(s)) for s in ("assets", "index", "edges", "journal", "vectors", "meta")}
+
+
+def test_put_get_round_trip(world: World) -> None:
+    """A stored asset comes back equal, signed by the node, with its payload decrypted."""
+    node = world.open_node()
+    (id_,) = node.put([fact("Alice prefers green tea", entities=["Alice"], tags=["pref"], goal="onboard")], NOW)
+    got = node.get(id_)
+    assert got.payload == {"text": "Alice prefers green tea"}
+    assert got.entities == ("Alice",) and got.goal == "onboard" and got.created_at == NOW
+    assert got.source_node == node.node_id and got.signature
+    node.store.verify(got)
+    assert got.encryption_key_ref.startswith("partition/")
+
+
+def test_repeated_put_is_an_upsert(world: World) -> None:
+    """Putting the same content twice yields the same id, one version and one journal entry."""
+    node = world.open_node()
+    a = node.put([fact("the sky is blue")], NOW)
+    seq = node.store.seq
+    b = node.put([fact("the sky is blue")], NOW + 5)
+    assert a == b
+    assert node.store.seq == seq
+    assert node.get(a[0]).version == 1
+
+
+def test_edit_keeps_id_and_advances_version(world: World) -> None:
+    """Changing an asset's metadata keeps its content id, advances its version and reindexes it."""
+    node = world.open_node()
+    (id_,) = node.put([fact("the sky is blue", entities=["sky"])], NOW)
+    node.put([fact("the sky is blue", entities=["sky", "colour"])], NOW + 10)
+    got = node.get(id_)
+    assert got.version == 2 and got.created_at == NOW and got.updated_at == NOW + 10
+    assert node.store.list_ids("entity", "colour") == [id_]
+
+
+def test_stale_version_is_refused(world: World) -> None:
+    """A different asset under a stored id must advance the version; otherwise nothing is written."""
+    node = world.open_node()
+    (id_,) = node.put([fact("x")], NOW)
+    stored = node.get(id_)
+    other = node.store.sign(stored.replace(tags=("t",)))
+    before = snapshot(world)
+    with pytest.raises(InvalidAsset, match="advance the version"):
+        node.store.put_many([other], [None], node.embedder.id, node.embedder.dim)
+    assert snapshot(world) == before
+
+
+def test_list_by_every_index_field(world: World) -> None:
+    """Assets are listed by type, scope, owner, tenant, entity, goal, segment, tag and time range."""
+    node = world.open_node()
+    a, b, c = node.put(
+        [
+            fact("a", entities=["E1"], goal="g1", segment="s1", tags=["t1"]),
+            {
+                "asset_type": "plan",
+                "payload": {"text": "b"},
+                "owner_id": "bob",
+                "privacy_scope": "tenant_private",
+                "tenant_scope": "acme",
+                "created_at": NOW + 100,
+            },
+            {"asset_type": "fact", "payload": {"text": "c"}, "privacy_scope": "public", "created_at": NOW + 200},
+        ],
+        NOW,
+    )
+    s = node.store
+    assert sorted(s.list_ids("type", "fact")) == sorted([a, c])
+    assert s.list_ids("type", "plan") == [b]
+    assert s.list_ids("scope", "public") == [c]
+    assert s.list_ids("owner", "bob") == [b]
+    assert s.list_ids("tenant", "acme") == [b]
+    assert s.list_ids("entity", "E1") == [a]
+    assert s.list_ids("goal", "g1") == [a]
+    assert s.list_ids("segment", "s1") == [a]
+    assert s.list_ids("tag", "t1") == [a]
+    assert s.list_ids("entity", "nobody") == []
+    assert s.list_time(NOW, NOW + 150) == [a, b]
+    assert s.list_time(NOW + 150, NOW + 1000) == [c]
+    with pytest.raises(InvalidAsset):
+        s.list_ids("colour", "red")
+
+
+def test_edges_in_both_directions(world: World) -> None:
+    """Graph edges are stored forward and reverse, and follow edits."""
+    node = world.open_node()
+    (a,) = node.put([fact("claim A")], NOW)
+    (b,) = node.put([fact("claim B", supports=[a], references=[a])], NOW)
+    (c,) = node.put([fact("claim C", contradicts=[a])], NOW)
+    s = node.store
+    assert sorted(s.edges(b)) == [("references", a), ("supports", a)]
+    assert sorted(s.edges(a, reverse=True)) == sorted([("references", b), ("supports", b), ("contradicts", c)])
+    node.put([fact("claim B", supports=[a])], NOW + 1)  # edit: drop the reference
+    assert s.edges(b) == [("supports", a)]
+
+
+def test_delete_leaves_a_signed_tombstone(world: World) -> None:
+    """Deleting removes payload, vector, index entries and edges; a signed tombstone stays and the id is not reused."""
+    node = world.open_node()
+    (a,) = node.put([fact("secret plan", entities=["X"])], NOW)
+    (b,) = node.put([fact("depends", derived_from=[a])], NOW)
+    tomb = node.delete(a, NOW + 1)
+    assert tomb.tombstone and tomb.payload == {} and tomb.version == 2
+    node.store.verify(tomb)
+    with pytest.raises(Deleted):
+        node.get(a)
+    assert node.store.get(a, include_deleted=True).tombstone
+    assert node.store.list_ids("entity", "X") == []
+    assert all(h.asset.id != a for h in node.search("secret plan", Principal("alice")))
+    assert world.kv is not None and not [k for k, _ in world.kv.load_range("vectors") if k.endswith(bytes.fromhex(a))]
+    assert node.store.edges(b) == [("derived_from", a)]  # the survivor still names its source
+    with pytest.raises(Deleted):
+        node.put([fact("secret plan", entities=["X"])], NOW + 2)
+    with pytest.raises(NotFound):
+        node.delete("0" * 32, NOW)
+
+
+def test_bad_signature_is_rejected_and_nothing_written(world: World) -> None:
+    """An asset whose signature does not verify is refused at the store's entry; the store is unchanged."""
+    node = world.open_node()
+    node.put([fact("existing")], NOW)
+    good = node.prepare(node.build(fact("forged"), NOW))
+    forged = good.replace(payload={"text": "tampered"})
+    valid = node.prepare(node.build(fact("valid neighbour"), NOW))
+    before = snapshot(world)
+    with pytest.raises(BadSignature):
+        node.store.put_many([valid, forged], [None, None], node.embedder.id, node.embedder.dim)
+    unsigned = good.replace(signature=b"")
+    with pytest.raises(BadSignature):
+        node.store.put_many([unsigned], [None], node.embedder.id, node.embedder.dim)
+    other = crypto.SigningKey(b"\x07" * 32)
+    foreign = good.replace(signature=other.sign(good.signing_bytes()))
+    with pytest.raises(BadSignature):
+        node.store.put_many([foreign], [None], node.embedder.id, node.embedder.dim)
+    assert snapshot(world) == before
+
+
+def test_payload_over_limit_is_refused(world: World) -> None:
+    """A payload over the configured limit raises PayloadTooLarge and writes nothing."""
+    node = world.open_node()
+    before = snapshot(world)
+    with pytest.raises(PayloadTooLarge):
+        node.put([fact("ok"), fact("x" * 5000)], NOW)
+    assert snapshot(world) == before
+
+
+def test_wrong_vector_dimension_is_refused(world: World) -> None:
+    """A partition built with one embedder refuses vectors of another dimension, and nothing is written."""
+    node = world.open_node()
+    node.put([fact("first")], NOW)
+    asset = node.prepare(node.build(fact("second"), NOW))
+    before = snapshot(world)
+    with pytest.raises(IndexMismatch):
+        node.store.put_many([asset], [np.ones(8, dtype=np.float32)], node.embedder.id, 8)
+    with pytest.raises(IndexMismatch):
+        node.store.put_many([asset], [np.ones(8, dtype=np.float32)], node.embedder.id, node.embedder.dim)
+    assert snapshot(world) == before
+
+
+def test_search_reads_only_allowed_partitions(world: World) -> None:
+    """A principal's search reaches its own, its tenants' and public partitions, and nothing else."""
+    node = world.open_node()
+    node.put(
+        [
+            fact("alice likes green tea"),
+            fact("bob likes green tea", owner="bob"),
+            {
+                "asset_type": "fact",
+                "payload": {"text": "acme likes green tea"},
+                "owner_id": "carol",
+                "privacy_scope": "tenant_private",
+                "tenant_scope": "acme",
+            },
+            {"asset_type": "fact", "payload": {"text": "everyone likes green tea"}, "privacy_scope": "public"},
+        ],
+        NOW,
+    )
+
+    def owners(principal: str) -> set[str]:
+        return {h.asset.payload["text"].split()[0] for h in node.search("green tea", Principal.parse(principal), 10)}
+
+    assert owners("alice") == {"alice", "everyone"}
+    assert owners("bob") == {"bob", "everyone"}
+    assert owners("alice@acme") == {"alice", "acme", "everyone"}
+    assert owners("mallory") == {"everyone"}
+
+
+def test_search_reads_its_own_writes_then_the_index(world: World) -> None:
+    """A fresh write is found through the exact tail; after a checkpoint the partition index answers."""
+    node = world.open_node()
+    ids = node.put([fact(f"note number {i} about topic {i % 7}") for i in range(60)], NOW)
+    hits = node.search("note number 17 about topic 3", Principal("alice"), 3)
+    assert hits[0].asset.id == ids[17] and hits[0].path == "tail"
+    node.checkpoint()
+    assert node.store.pending() == 0
+    hits = node.search("note number 17 about topic 3", Principal("alice"), 3)
+    assert hits[0].asset.id == ids[17] and hits[0].path == "index"
+
+
+def test_replay_after_unclean_stop(world: World) -> None:
+    """Writes after the last snapshot are replayed from the journal on reopen and found by search."""
+    node = world.open_node()
+    first = node.put([fact(f"early fact {i}") for i in range(40)], NOW)
+    node.checkpoint()
+    late = node.put([fact(f"late fact {i} zebra") for i in range(10)], NOW)
+    node.delete(first[0], NOW + 1)
+    assert world.kv is not None
+    world.kv.close()  # no checkpoint: an unclean stop
+    node = world.open_node()
+    assert node.store.replayed_events == 11
+    hits = node.search("late fact 3 zebra", Principal("alice"), 1)
+    assert hits[0].asset.id == late[3]
+    assert all(h.asset.id != first[0] for h in node.search("early fact 0", Principal("alice"), 40))
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_missing_or_corrupt_snapshot_is_rebuilt(world: World, damage: str) -> None:
+    """An index snapshot that is gone or altered is rebuilt from the store, and search still answers."""
+    node = world.open_node()
+    ids = node.put([fact(f"fact {i} quartz") for i in range(50)], NOW)
+    node.close()
+    for name in world.blobs.names():
+        blob = world.blobs.read(name)
+        assert blob is not None
+        if damage == "missing":
+            world.blobs.remove(name)
+        else:
+            world.blobs.write(name, blob[:-10] + bytes(10))
+    node = world.open_node()
+    assert node.store.rebuilt_indexes == 1
+    assert node.search("fact 12 quartz", Principal("alice"), 1)[0].asset.id == ids[12]
+
+
+def test_wrong_keychain_is_refused() -> None:
+    """A store opened with another node's keychain fails with WrongKey, before anything is read or written."""
+    w = memory_world()
+    w.open_node().put([fact("mine")], NOW)
+    w.keychain = new_keychain(seed=99)
+    with pytest.raises(WrongKey):
+        w.open_store()
+
+
+def test_altered_record_is_reported_not_returned() -> None:
+    """A flipped byte in a stored record is detected on read (StoreCorrupt), never returned as data."""
+    w = memory_world()
+    node = w.open_node()
+    (id_,) = node.put([fact("precious")], NOW)
+    kv = w.kv
+    assert isinstance(kv, MemoryKV)
+    key = bytes.fromhex(id_)
+    blob = bytearray(kv._data["assets"][key])
+    blob[-1] ^= 1
+    kv._data["assets"][key] = bytes(blob)
+    with pytest.raises(StoreCorrupt):
+        node.get(id_)
+
+
+def test_core_is_deterministic() -> None:
+    """The same operations with the same seeds give byte-identical storage."""
+
+    def run() -> dict[str, dict[bytes, bytes]]:
+        w = memory_world()
+        node = w.open_node()
+        node.put([fact(f"fact {i}", entities=[f"e{i % 3}"]) for i in range(20)], NOW)
+        node.delete(node.store.list_ids("entity", "e1")[0], NOW + 1)
+        node.checkpoint()
+        assert isinstance(w.kv, MemoryKV)
+        return w.kv.dump()
+
+    assert run() == run()
+
+
+def test_partition_ids_and_index_keys_reveal_nothing() -> None:
+    """Partition ids and index keys are keyed hashes: owner, tenant and entity names are not in any key."""
+    w = memory_world()
+    node = w.open_node()
+    node.put([fact("x", owner="alice-the-owner", entities=["Zanzibar-entity"], tenant_scope="acme-tenant")], NOW)
+    assert isinstance(w.kv, MemoryKV)
+    for space, rows in w.kv.dump().items():
+        for k, v in rows.items():
+            for needle in (b"alice-the-owner", b"Zanzibar-entity", b"acme-tenant"):
+                assert needle not in k, (space, k)
+                assert needle not in v, (space, k)
+
+
+def test_put_requires_asset_objects_and_unique_ids(world: World) -> None:
+    """A batch with a duplicate id or a non-asset is refused whole."""
+    node = world.open_node()
+    a = node.prepare(node.build(fact("dup"), NOW))
+    with pytest.raises(InvalidAsset, match="twice"):
+        node.store.put_many([a, a], [None, None], node.embedder.id, node.embedder.dim)
+    with pytest.raises(InvalidAsset):
+        node.store.put_many([{"id": a.id}], [None], node.embedder.id, node.embedder.dim)  # type: ignore[list-item]
+    with pytest.raises(InvalidAsset, match="set"):
+        node.put([{**fact("y"), "signature": "00"}], NOW)
+
+
+def test_partition_refs_round_trip() -> None:
+    """Partition names parse back to the same reference."""
+    ref = PartitionRef.parse("tenant_private|tenant:acme")
+    assert ref.name == "tenant_private|tenant:acme"
+    assert ref.scope.value == "tenant_private" and ref.boundary == "tenant:acme"

@@ -1,0 +1,184 @@
+"""The Cognitive Asset domain type: validation, normalization, canonical encoding and content ids."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policy.errors import InvalidAsset, UnknownEnumValue
+from policy.model import (
+    Asset,
+    AssetType,
+    Heat,
+    Level,
+    PrivacyScope,
+    Retention,
+    SourcePointer,
+    Tier,
+    content_id,
+    item_id,
+)
+from policy.partitions import Principal, may_search, partition_for
+
+NOW = 1_700_000_000_000_000
+
+
+def make(**kw: Any) -> Asset:
+    base: dict[str, Any] = {"asset_type": "fact", "payload": {"text": "t"}, "owner_id": "alice", "created_at": NOW}
+    base.update(kw)
+    base.setdefault(
+        "id", content_id(base["asset_type"], base["owner_id"], base.get("tenant_scope", ""), base["payload"])
+    )
+    return Asset(**base)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"id": "XYZ"}, InvalidAsset, "32 lower-case hex"),
+        ({"asset_type": "fcat"}, UnknownEnumValue, "unknown value 'fcat'"),
+        ({"privacy_scope": "secret"}, UnknownEnumValue, "PrivacyScope"),
+        ({"owner_id": ""}, InvalidAsset, "owner_id is required"),
+        ({"privacy_scope": "tenant_private"}, InvalidAsset, "tenant_scope is required"),
+        ({"confidence_score": 1.5}, InvalidAsset, "confidence_score"),
+        ({"freshness_score": True}, InvalidAsset, "freshness_score"),
+        ({"created_at": -1}, InvalidAsset, "created_at"),
+        ({"version": 0}, InvalidAsset, "version"),
+        ({"tags": "just-a-string"}, InvalidAsset, "tags"),
+        ({"entities": ["ok", ""]}, InvalidAsset, "entities"),
+        ({"supports": ["not-an-id"]}, InvalidAsset, "supports"),
+        ({"payload": ["not", "an", "object"]}, InvalidAsset, "payload must be a JSON object"),
+        ({"payload": {"x": math.nan}}, InvalidAsset, "finite"),
+        ({"payload": {"x": 2**60}}, InvalidAsset, "2**53"),
+        ({"payload": {"x": {1, 2}}}, InvalidAsset, "not a JSON value"),
+        ({"valid_from": 10, "valid_to": 5}, InvalidAsset, "valid_to"),
+        ({"source": SourcePointer("s", 5, 10)}, None, None),
+    ],
+)
+def test_validation(changes: dict[str, Any], error: type[Exception] | None, message: str | None) -> None:
+    """Each invalid field raises a typed error that names it; valid ones construct."""
+    if error is None:
+        make(**changes)
+        return
+    with pytest.raises(error, match=re.escape(message or "")):
+        make(**{"id": "0" * 32, **changes})
+
+
+def test_public_assets_need_no_owner() -> None:
+    """Only a public asset may omit its owner."""
+    assert make(owner_id="", privacy_scope="public").owner_id == ""
+
+
+def test_normalization() -> None:
+    """Sets are sorted and deduplicated, whole floats become ints, enums parse from names, the payload is frozen."""
+    a = make(tags=["b", "a", "b"], payload={"n": 2.0, "f": 0.5, "l": [1.0, {"k": 3.0}]}, level="L2", tier="cold")
+    assert a.tags == ("a", "b")
+    assert a.payload == {"n": 2, "f": 0.5, "l": (1, {"k": 3})} and isinstance(a.payload["n"], int)
+    assert a.level is Level.L2 and a.tier is Tier.COLD
+    with pytest.raises(TypeError):
+        a.payload["n"] = 3  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        a.owner_id = "mallory"  # type: ignore[misc]
+
+
+def test_signing_bytes_ignore_local_state() -> None:
+    """Tier, heat and the signature are local state: they change canonical bytes but not what is signed."""
+    a = make()
+    b = a.replace(tier=Tier.COLD, heat=Heat(visits=3, last_access=NOW), signature=b"\x01" * 64)
+    assert a.signing_bytes() == b.signing_bytes()
+    assert a.canonical_bytes() != b.canonical_bytes()
+    assert a.replace(goal="other").signing_bytes() != a.signing_bytes()
+
+
+def test_content_ids() -> None:
+    """Ids derive from type, owner, tenant and canonical payload (key order does not matter); item ids from source."""
+    assert content_id("fact", "a", "", {"x": 1, "y": 2}) == content_id(AssetType.FACT, "a", "", {"y": 2, "x": 1.0})
+    assert content_id("fact", "a", "", {"x": 1}) != content_id("goal", "a", "", {"x": 1})
+    assert content_id("fact", "a", "", {"x": 1}) != content_id("fact", "b", "", {"x": 1})
+    assert content_id("fact", "a", "", {"x": 1}) != content_id("fact", "a", "t", {"x": 1})
+    assert item_id("session-1", 4) == item_id("session-1", 4) != item_id("session-1", 5)
+    assert item_id("s", 1) != content_id("fact", "s", "", {"position": 1})
+
+
+def test_from_dict_refuses_unknown_fields() -> None:
+    """Decoding never drops a field silently."""
+    d = make().to_dict()
+    d["colour"] = "red"
+    with pytest.raises(InvalidAsset, match="colour"):
+        Asset.from_dict(d)
+    with pytest.raises(InvalidAsset):
+        Asset.from_canonical(b"not canonical")
+
+
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.text(max_size=20),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_value = st.recursive(
+    json_leaf, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=12
+)
+words = st.lists(st.text(min_size=1, max_size=12), max_size=5)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    payload=st.dictionaries(st.text(max_size=10), json_value, max_size=5),
+    asset_type=st.sampled_from(list(AssetType)),
+    scope=st.sampled_from(list(PrivacyScope)),
+    tags=words,
+    entities=words,
+    score=st.floats(0, 1),
+    times=st.tuples(st.integers(0, 2**62), st.integers(0, 2**62)),
+    level=st.sampled_from(list(Level)),
+    source=st.one_of(st.none(), st.builds(SourcePointer, st.text(min_size=1, max_size=10), st.just(1), st.just(9))),
+)
+def test_canonical_round_trip(
+    payload: dict[str, Any],
+    asset_type: AssetType,
+    scope: PrivacyScope,
+    tags: list[str],
+    entities: list[str],
+    score: float,
+    times: tuple[int, int],
+    level: Level,
+    source: SourcePointer | None,
+) -> None:
+    """Any valid asset survives canonical encoding and dict conversion unchanged, byte for byte."""
+    a = make(
+        payload=payload,
+        asset_type=asset_type,
+        privacy_scope=scope,
+        tenant_scope="t",
+        tags=tags,
+        entities=entities,
+        confidence_score=score,
+        created_at=times[0],
+        updated_at=times[1],
+        level=level,
+        source=source,
+        retention_policy=Retention(delete_at=times[1]),
+        signature=b"\x02" * 64,
+    )
+    b = Asset.from_canonical(a.canonical_bytes())
+    assert b == a
+    assert b.canonical_bytes() == a.canonical_bytes()
+    assert Asset.from_dict(a.to_dict()) == a
+
+
+def test_partitions_and_who_may_search_them() -> None:
+    """Owner scopes partition by owner, tenant scopes by tenant, public is one partition; search follows them."""
+    alice_private = partition_for(PrivacyScope.USER_PRIVATE, "alice", "acme")
+    acme = partition_for(PrivacyScope.TENANT_PRIVATE, "alice", "acme")
+    public = partition_for(PrivacyScope.PUBLIC, "", "")
+    assert alice_private.boundary == "owner:alice" and acme.boundary == "tenant:acme" and public.boundary == "public"
+    assert may_search(Principal("alice"), alice_private) and not may_search(Principal("bob"), alice_private)
+    assert may_search(Principal.parse("bob@acme"), acme) and not may_search(Principal("alice"), acme)
+    assert may_search(Principal("anyone"), public)

@@ -1,0 +1,392 @@
+"""Conversions between the domain Asset and its protobuf and JSON forms."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from policy.errors import InvalidAsset, UnknownEnumValue
+from policy.model import (
+    Asset,
+    AssetType,
+    Creator,
+    ExportPolicy,
+    Heat,
+    InferencePolicy,
+    Level,
+    PrivacyScope,
+    ReplicationPolicy,
+    Retention,
+    SourcePointer,
+    Tier,
+    TrainingPolicy,
+    TrustClass,
+    content_id,
+)
+from proto.convert import asset_from_pb, asset_to_json, asset_to_pb, draft_from_json
+from proto.gaml.v1 import asset_pb2
+
+T0 = 1_700_000_000_000_000  # microseconds since the Unix epoch
+
+
+def minimal(asset_type: str = "fact", payload: dict[str, Any] | None = None, **kw: Any) -> Asset:
+    payload = {"text": "the sky is blue"} if payload is None else payload
+    owner = kw.pop("owner_id", "alice")
+    tenant = kw.get("tenant_scope", "")
+    return Asset(
+        id=content_id(asset_type, owner, tenant, payload),
+        asset_type=AssetType.parse(asset_type),
+        payload=payload,
+        owner_id=owner,
+        created_at=T0,
+        **kw,
+    )
+
+
+def ref(n: int) -> str:
+    return content_id("fact", "alice", "", {"n": n})
+
+
+def full() -> Asset:
+    """An asset with every field away from its default."""
+    payload = {"text": "ship it", "n": 3, "ratio": 0.25, "ok": True, "none": None, "list": [1, "two", {"x": -1.5}]}
+    return Asset(
+        id=content_id("plan", "alice", "acme", payload),
+        asset_type=AssetType.PLAN,
+        payload=payload,
+        owner_id="alice",
+        created_at=T0,
+        updated_at=T0 + 5,
+        version=7,
+        source_node="node-1",
+        tenant_scope="acme",
+        creator=Creator.SWARM,
+        confidence_score=0.9,
+        provenance_score=0.125,
+        freshness_score=0.0,
+        trust_class=TrustClass.HIGHER_TRUST,
+        privacy_scope=PrivacyScope.TENANT_PRIVATE,
+        allowed_principals=("bob", "alice", "bob"),
+        allowed_roles=("admin",),
+        replication_policy=ReplicationPolicy.TENANT_NODES,
+        inference_policy=InferencePolicy.PUBLIC_WITH_REDACTION,
+        training_policy=TrainingPolicy.ANONYMIZED_OPT_IN,
+        export_policy=ExportPolicy.ALLOWED,
+        encryption_key_ref="key-1",
+        retention_policy=Retention(delete_at=T0 + 10**9, ttl_seconds=3600),
+        policy_tags=("pii", "gdpr"),
+        references=(ref(1),),
+        supports=(ref(2), ref(3)),
+        contradicts=(ref(4),),
+        supersedes=(ref(5),),
+        derived_from=(ref(6),),
+        embedding_refs=("emb:minilm:1",),
+        signature=bytes(range(64)),
+        goal="launch",
+        level=Level.L2,
+        segment="work",
+        source=SourcePointer("chat-42", 10, 20),
+        entities=("acme", "bob"),
+        tags=("q3",),
+        valid_from=T0 - 100,
+        valid_to=T0 + 100,
+        tier=Tier.COLD,
+        heat=Heat(visits=12, last_access=T0 + 7),
+        tombstone=True,
+    )
+
+
+def random_json(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(7 if depth < 3 else 5)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return rng.random() < 0.5
+    if kind == 2:
+        return rng.randint(-(2**53), 2**53)
+    if kind == 3:
+        return rng.uniform(-1e6, 1e6)
+    if kind == 4:
+        return "".join(rng.choice("abcé€😀 ") for _ in range(rng.randrange(6)))
+    if kind == 5:
+        return [random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {f"k{i}": random_json(rng, depth + 1) for i in range(rng.randrange(4))}
+
+
+def random_asset(rng: random.Random) -> Asset:
+    payload = {f"f{i}": random_json(rng) for i in range(rng.randrange(5))}
+    asset_type = rng.choice(list(AssetType))
+    scope = rng.choice(list(PrivacyScope))
+    tenant = "acme" if rng.random() < 0.5 else ""
+    if scope in (PrivacyScope.ENTERPRISE_PRIVATE, PrivacyScope.TENANT_PRIVATE):
+        tenant = "acme"
+    owner = "" if scope is PrivacyScope.PUBLIC and rng.random() < 0.5 else "alice"
+    words = ["a", "b", "c", "d"]
+    return Asset(
+        id=content_id(asset_type, owner, tenant, payload),
+        asset_type=asset_type,
+        payload=payload,
+        owner_id=owner,
+        created_at=rng.randrange(2**62),
+        updated_at=rng.randrange(2**62),
+        version=rng.randrange(1, 2**63),
+        tenant_scope=tenant,
+        creator=rng.choice(list(Creator)),
+        confidence_score=rng.random(),
+        trust_class=rng.choice(list(TrustClass)),
+        privacy_scope=scope,
+        allowed_principals=tuple(rng.sample(words, rng.randrange(3))),
+        replication_policy=rng.choice(list(ReplicationPolicy)),
+        inference_policy=rng.choice(list(InferencePolicy)),
+        training_policy=rng.choice(list(TrainingPolicy)),
+        export_policy=rng.choice(list(ExportPolicy)),
+        retention_policy=Retention(rng.randrange(2**62), rng.randrange(2**63)),
+        supports=tuple(ref(rng.randrange(10)) for _ in range(rng.randrange(3))),
+        signature=rng.randbytes(rng.choice([0, 64])),
+        level=rng.choice(list(Level)),
+        source=SourcePointer("s", 1, 2) if rng.random() < 0.5 else None,
+        tags=tuple(rng.sample(words, rng.randrange(3))),
+        tier=rng.choice(list(Tier)),
+        heat=Heat(rng.randrange(100), rng.randrange(2**62)),
+        tombstone=rng.random() < 0.5,
+    )
+
+
+def through_bytes(asset: Asset) -> Asset:
+    data = asset_to_pb(asset).SerializeToString(deterministic=True)
+    return asset_from_pb(asset_pb2.Asset.FromString(data))
+
+
+# -- protobuf --------------------------------------------------------------------------------------------------------
+
+
+def test_full_asset_round_trips_through_bytes() -> None:
+    """A fully populated asset survives domain → pb → bytes → pb → domain unchanged."""
+    asset = full()
+    assert through_bytes(asset) == asset
+    assert through_bytes(asset).canonical_bytes() == asset.canonical_bytes()
+
+
+@pytest.mark.parametrize("asset_type", [t.value for t in AssetType])
+def test_minimal_assets_round_trip(asset_type: str) -> None:
+    """A minimal asset of every type round-trips, keeping every default (including source=None)."""
+    asset = minimal(asset_type)
+    back = through_bytes(asset)
+    assert back == asset
+    assert back.source is None
+
+
+def test_edge_case_assets_round_trip() -> None:
+    """An empty payload, a public asset without owner, and unicode/empty-string payload keys round-trip."""
+    cases = [
+        minimal(payload={}),
+        minimal(owner_id="", privacy_scope=PrivacyScope.PUBLIC),
+        minimal(payload={"": "", "ключ": ["😀", {}, []], "big": 2**53, "neg": -(2**53), "tiny": 5e-324}),
+    ]
+    for asset in cases:
+        assert through_bytes(asset) == asset
+
+
+def test_random_assets_round_trip() -> None:
+    """Two hundred seeded random assets round-trip through bytes unchanged."""
+    rng = random.Random(0)
+    for _ in range(200):
+        asset = random_asset(rng)
+        assert through_bytes(asset) == asset
+
+
+def test_whole_float_payload_numbers_come_back_as_ints() -> None:
+    """Struct carries numbers as doubles; the domain turns whole ones back into ints, so the payload is unchanged."""
+    back = through_bytes(minimal(payload={"n": 3, "xs": [1, 2.5]}))
+    assert back.payload == {"n": 3, "xs": (1, 2.5)}
+    assert type(back.payload["n"]) is int
+
+
+def test_unspecified_enums_take_domain_defaults() -> None:
+    """An UNSPECIFIED enum (other than asset_type) on the wire becomes the dataclass default."""
+    msg = asset_to_pb(full())
+    for name in ("creator", "trust_class", "privacy_scope", "level", "tier"):
+        msg.ClearField(name)
+    msg.tenant_scope = "acme"
+    back = asset_from_pb(msg)
+    assert back.creator is Creator.USER
+    assert back.trust_class is TrustClass.UNVERIFIED
+    assert back.privacy_scope is PrivacyScope.USER_PRIVATE
+    assert back.level is Level.L0
+    assert back.tier is Tier.HOT
+
+
+def test_missing_asset_type_is_invalid() -> None:
+    """A message without asset_type (ASSET_TYPE_UNSPECIFIED) raises InvalidAsset: the type is required."""
+    msg = asset_to_pb(minimal())
+    msg.ClearField("asset_type")
+    with pytest.raises(InvalidAsset, match="asset_type is required"):
+        asset_from_pb(msg)
+
+
+@pytest.mark.parametrize("field", ["asset_type", "privacy_scope", "tier"])
+def test_unknown_enum_number_raises(field: str) -> None:
+    """An enum number the schema does not define (an open proto3 enum keeps it) raises UnknownEnumValue."""
+    msg = asset_to_pb(minimal())
+    setattr(msg, field, 999)
+    with pytest.raises(UnknownEnumValue, match=f"{field}: unknown enum number 999"):
+        asset_from_pb(msg)
+
+
+def test_values_beyond_the_wire_types_are_invalid() -> None:
+    """A domain integer that does not fit its 64-bit wire field raises InvalidAsset, not a bare ValueError."""
+    with pytest.raises(InvalidAsset, match="wire schema"):
+        asset_to_pb(minimal().replace(created_at=2**63))
+
+
+def test_invalid_wire_content_is_rejected_by_the_domain() -> None:
+    """A message that decodes but breaks a domain rule (bad id) raises InvalidAsset."""
+    msg = asset_to_pb(minimal())
+    msg.id = "not-an-id"
+    with pytest.raises(InvalidAsset, match="id must be"):
+        asset_from_pb(msg)
+
+
+# -- JSON ------------------------------------------------------------------------------------------------------------
+
+
+def test_draft_accepts_short_enum_names_case_insensitively() -> None:
+    """Short domain names (any case) become enum members; only the given fields are returned."""
+    draft = draft_from_json(
+        {"asset_type": "Fact", "privacy_scope": "user_private", "level": "L2", "tier": " cold ", "payload": {"a": 1}}
+    )
+    assert draft == {
+        "asset_type": AssetType.FACT,
+        "privacy_scope": PrivacyScope.USER_PRIVATE,
+        "level": Level.L2,
+        "tier": Tier.COLD,
+        "payload": {"a": 1},
+    }
+
+
+def test_draft_accepts_proto_enum_names_and_numbers() -> None:
+    """Proto enum names (and, as the protobuf JSON mapping allows, enum numbers) are accepted."""
+    draft = draft_from_json({"asset_type": "ASSET_TYPE_GOAL", "privacy_scope": "privacy_scope_shared", "creator": 2})
+    assert draft == {"asset_type": AssetType.GOAL, "privacy_scope": PrivacyScope.SHARED, "creator": Creator.MODEL}
+
+
+def test_draft_accepts_camel_case_field_names() -> None:
+    """lowerCamelCase field names work as in ParseDict, including nested messages and int64 strings."""
+    draft = draft_from_json(
+        {
+            "assetType": "tool_result",
+            "ownerId": "alice",
+            "privacyScope": "PRIVACY_SCOPE_LOCAL_ONLY",
+            "validFrom": "5",
+            "retentionPolicy": {"ttlSeconds": 60},
+            "source": {"sourceId": "chat", "start": 1, "end": "3"},
+            "allowedPrincipals": ["bob", "alice"],
+        }
+    )
+    assert draft == {
+        "asset_type": AssetType.TOOL_RESULT,
+        "owner_id": "alice",
+        "privacy_scope": PrivacyScope.LOCAL_ONLY,
+        "valid_from": 5,
+        "retention_policy": Retention(ttl_seconds=60),
+        "source": SourcePointer("chat", 1, 3),
+        "allowed_principals": ("bob", "alice"),
+    }
+
+
+def test_draft_builds_an_asset_once_the_node_fills_the_rest() -> None:
+    """The draft, plus id and created_at from the node, constructs the same Asset as direct construction."""
+    payload = {"text": "hi", "n": 2.0}
+    draft = draft_from_json({"assetType": "fact", "ownerId": "alice", "payload": payload, "tags": ["b", "a", "b"]})
+    assert draft["payload"] == {"text": "hi", "n": 2}
+    assert type(draft["payload"]["n"]) is int
+    asset = Asset(id=content_id("fact", "alice", "", payload), created_at=T0, **draft)
+    assert asset == minimal(payload=payload, tags=("a", "b"))
+
+
+def test_draft_treats_null_as_absent() -> None:
+    """A null value is the same as leaving the field out."""
+    assert draft_from_json({"asset_type": "fact", "source": None, "goal": None}) == {"asset_type": AssetType.FACT}
+
+
+def test_draft_unknown_enum_value_names_field_and_choices() -> None:
+    """An unknown enum name raises UnknownEnumValue naming the field and listing the accepted short names."""
+    with pytest.raises(UnknownEnumValue) as info:
+        draft_from_json({"privacyScope": "secret"})
+    message = str(info.value)
+    assert "privacy_scope" in message
+    assert "'secret'" in message
+    assert "local_only, user_private, trusted_devices" in message
+
+
+def test_draft_unknown_enum_number_raises() -> None:
+    """An enum number the schema does not define raises UnknownEnumValue."""
+    with pytest.raises(UnknownEnumValue, match="tier"):
+        draft_from_json({"tier": 42})
+
+
+def test_draft_unknown_field_is_invalid() -> None:
+    """An unknown field raises InvalidAsset (not UnknownEnumValue) with json_format's message."""
+    with pytest.raises(InvalidAsset, match="colour") as info:
+        draft_from_json({"asset_type": "fact", "colour": "blue"})
+    assert not isinstance(info.value, UnknownEnumValue)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"created_at": "yesterday"},
+        {"payload": "text"},
+        {"tags": "a"},
+        {"tombstone": "yes"},
+        {"level": ["l0"]},
+        {"level": True},
+        {"source": {"sourceId": ""}},
+        {"payload": {"n": 2**60}},
+        {"asset_type": "ASSET_TYPE_UNSPECIFIED"},
+        {"asset_type": "fact", "assetType": "goal"},
+    ],
+)
+def test_draft_malformed_values_are_invalid(obj: dict[str, Any]) -> None:
+    """Wrong types, an unsafe payload integer, an UNSPECIFIED asset_type or a field given twice raise InvalidAsset."""
+    with pytest.raises(InvalidAsset):
+        draft_from_json(obj)
+
+
+@pytest.mark.parametrize("obj", [[], "fact", None, 3])
+def test_draft_requires_an_object(obj: Any) -> None:
+    """Anything but a JSON object raises InvalidAsset."""
+    with pytest.raises(InvalidAsset, match="JSON object"):
+        draft_from_json(obj)
+
+
+def test_asset_to_json_is_readable_and_reads_back() -> None:
+    """asset_to_json shows short enum names, plain payload and int timestamps; draft_from_json reads it back."""
+    asset = full()
+    out = asset_to_json(asset)
+    json.dumps(out)  # plain JSON
+    assert (out["asset_type"], out["level"], out["privacy_scope"]) == ("plan", "l2", "tenant_private")
+    assert out["payload"] == {
+        "text": "ship it",
+        "n": 3,
+        "ratio": 0.25,
+        "ok": True,
+        "none": None,
+        "list": [1, "two", {"x": -1.5}],
+    }
+    assert (out["created_at"], out["version"]) == (T0, 7)
+    assert out["retention_policy"] == {"delete_at": T0 + 10**9, "ttl_seconds": 3600}
+    assert out["source"] == {"source_id": "chat-42", "start": 10, "end": 20}
+    assert Asset(**draft_from_json(out)) == asset
+
+
+def test_asset_to_json_prints_defaults_and_omits_missing_source() -> None:
+    """Every field is shown, defaults included; source is left out when the asset has none."""
+    asset = minimal()
+    out = asset_to_json(asset)
+    assert "source" not in out
+    assert (out["tags"], out["updated_at"], out["tier"]) == ([], 0, "hot")
+    assert Asset(**draft_from_json(out)) == asset
