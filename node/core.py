@@ -59,7 +59,10 @@ class Node:
         return asset
 
     def prepare(self, asset: Asset) -> Asset:
-        """Sign an asset for storage; against a stored one with the same id, keep it (same content) or advance it."""
+        """The asset as it will be written: against a stored one with the same id, kept (same content) or advanced.
+
+        Signing happens in the store's write (``put_many(sign=True)``).
+        """
         try:
             old = self.store.get(asset.id)
         except Deleted:
@@ -69,19 +72,19 @@ class Node:
         if old is not None:
             if _content(old) == _content(asset):
                 return old
-            asset = asset.replace(
+            asset = asset.evolve(
                 version=old.version + 1, created_at=old.created_at, updated_at=max(asset.updated_at, old.updated_at)
             )
-        ref = self.store.ensure_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
-        return self.store.sign(asset.replace(encryption_key_ref=ref.key_ref))
+        part = self.store.ensure_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
+        return asset.evolve(encryption_key_ref=part.key_ref)
 
     def put(self, drafts: Sequence[Mapping[str, Any] | Asset], now: int) -> list[str]:
-        """Store drafts (or unsigned assets) as one atomic, durable batch; returns their ids."""
+        """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids."""
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
-        signed = [self.prepare(a) for a in assets]
-        vectors = self.embedder.embed([a.text() for a in signed])
-        self.store.put_many(signed, list(vectors), self.embedder.id, self.embedder.dim)
-        return [a.id for a in signed]
+        prepared = [self.prepare(a) for a in assets]
+        vectors = self.embedder.embed([a.text() for a in prepared])
+        self.store.put_many(prepared, list(vectors), self.embedder.id, self.embedder.dim, sign=True)
+        return [a.id for a in prepared]
 
     def put_stream(
         self,

@@ -16,7 +16,7 @@ from typing import Any
 
 from node.files import write_atomic
 from policy import crypto
-from policy.errors import DecryptionFailed, KeychainError, WrongPassphrase
+from policy.errors import DecryptionFailed, GamlError, KeychainError, WrongPassphrase
 
 FORMAT = "gaml-keychain-1"
 
@@ -97,7 +97,12 @@ class FileKeychain:
             raise KeychainError(f"the keychain at {path} is unreadable: {e}") from e
         if header["format"] != FORMAT:
             raise KeychainError(f"unknown keychain format {header['format']!r}")
-        kek = unlock._kek(header["kdf"])
+        try:
+            kek = unlock._kek(header["kdf"])
+        except (KeyError, TypeError, ValueError, GamlError) as e:
+            if isinstance(e, KeychainError):
+                raise
+            raise KeychainError(f"the keychain at {path} has a damaged header: {e!r}") from e
         try:
             raw = crypto.open_sealed(kek, sealed, crypto.KEYCHAIN_AAD + json.dumps(header, sort_keys=True).encode())
         except DecryptionFailed:

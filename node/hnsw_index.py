@@ -47,6 +47,9 @@ class HnswIndex:
 
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         mat = as_matrix(vectors, self.dim, len(ids))
+        if len(set(ids)) != len(ids):  # the same id twice in one call: the last vector wins, as in ExactIndex
+            last = {id_: row for row, id_ in enumerate(ids)}
+            ids, mat = list(last), mat[list(last.values())]
         for id_ in ids:
             self.remove(id_)
         labels = np.arange(self._next, self._next + len(ids), dtype=np.uint64)

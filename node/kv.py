@@ -9,11 +9,12 @@ The core reaches storage only through :class:`KV`: point reads, multi-reads, ord
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import struct
 from collections.abc import Iterator, Sequence
 from typing import Final, Protocol
+
+from sortedcontainers import SortedList
 
 from policy.errors import StoreClosed, StoreError
 
@@ -96,16 +97,25 @@ def check_ops(ops: Sequence[Op]) -> None:
             raise StoreError(f"not a KV op: {op!r}")
         if op.space not in SPACES:
             raise StoreError(f"unknown space {op.space!r}; spaces are {', '.join(SPACES)}")
-        if not isinstance(op.key, bytes) or (isinstance(op, Put) and not isinstance(op.value, bytes)):
+        if type(op.key) is not bytes or (isinstance(op, Put) and type(op.value) is not bytes):
             raise StoreError("KV keys and values are bytes")
 
 
+def check_key(key: object, what: str = "key") -> None:
+    if type(key) is not bytes:
+        raise StoreError(f"KV {what}s are bytes, got {type(key).__name__}")
+
+
 class MemoryKV:
-    """An in-memory KV with sorted keys. ``commit`` validates everything before applying anything."""
+    """An in-memory KV with sorted keys. ``commit`` validates everything before applying anything.
+
+    Like RocksDB, a range scan sees the data as it was when the scan began, and a scan resumed after ``close`` raises
+    :class:`StoreClosed`.
+    """
 
     def __init__(self) -> None:
         self._data: dict[str, dict[bytes, bytes]] = {s: {} for s in SPACES}
-        self._keys: dict[str, list[bytes]] = {s: [] for s in SPACES}
+        self._keys: dict[str, SortedList] = {s: SortedList() for s in SPACES}
         self._closed = False
         self.commits = 0
 
@@ -114,14 +124,18 @@ class MemoryKV:
             raise StoreClosed("the store is closed")
         try:
             return self._data[space]
-        except KeyError:
+        except (KeyError, TypeError):
             raise StoreError(f"unknown space {space!r}") from None
 
     def load(self, space: str, key: bytes) -> bytes | None:
-        return self._space(space).get(key)
+        d = self._space(space)
+        check_key(key)
+        return d.get(key)
 
     def load_many(self, space: str, keys: Sequence[bytes]) -> list[bytes | None]:
         d = self._space(space)
+        for k in keys:
+            check_key(k)
         return [d.get(k) for k in keys]
 
     def load_range(
@@ -134,16 +148,22 @@ class MemoryKV:
         limit: int | None = None,
     ) -> Iterator[tuple[bytes, bytes]]:
         d = self._space(space)
+        check_key(start, "range bound")
+        if end is not None:
+            check_key(end, "range bound")
+        if limit is not None and limit <= 0:
+            return iter(())
         keys = self._keys[space]
-        lo = bisect.bisect_left(keys, start)
-        hi = len(keys) if end is None else bisect.bisect_left(keys, end)
-        selected = keys[lo:hi]
-        if reverse:
-            selected = selected[::-1]
+        selected = list(keys.irange(start, end, inclusive=(True, False), reverse=reverse))
         if limit is not None:
             selected = selected[:limit]
-        for k in list(selected):
-            yield k, d[k]
+        return self._scan([(k, d[k]) for k in selected])  # a snapshot, taken now
+
+    def _scan(self, items: list[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        for item in items:
+            if self._closed:
+                raise StoreClosed("the store was closed during a range scan")
+            yield item
 
     def commit(self, ops: Sequence[Op], *, sync: bool = True) -> None:
         if self._closed:
@@ -153,11 +173,11 @@ class MemoryKV:
             d, keys = self._data[op.space], self._keys[op.space]
             if isinstance(op, Put):
                 if op.key not in d:
-                    bisect.insort(keys, op.key)
+                    keys.add(op.key)
                 d[op.key] = op.value
             elif op.key in d:
                 del d[op.key]
-                keys.pop(bisect.bisect_left(keys, op.key))
+                keys.remove(op.key)
         self.commits += 1
 
     def close(self) -> None:

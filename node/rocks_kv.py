@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from rocksdict import AccessType, DBRecoveryMode, Options, Rdict, WriteBatch, WriteOptions
 
-from node.kv import SPACES, Op, Put, check_ops
+from node.kv import SPACES, Op, Put, check_key, check_ops
 from policy.errors import StoreClosed, StoreCorrupt, StoreError, StoreLocked
 
 
@@ -58,6 +58,7 @@ class RocksKV:
         self._cf = {name: self._db.get_column_family(name) for name in SPACES}
         self._handles = {name: self._db.get_column_family_handle(name) for name in SPACES}
         self._closed = False
+        self._slots: dict[int, list[Any]] = {}
 
     def _view(self, space: str) -> Rdict:
         if self._closed:
@@ -69,6 +70,7 @@ class RocksKV:
 
     def load(self, space: str, key: bytes) -> bytes | None:
         cf = self._view(space)
+        check_key(key)
         try:
             v = cf.get(key)
         except Exception as e:
@@ -77,6 +79,8 @@ class RocksKV:
 
     def load_many(self, space: str, keys: Sequence[bytes]) -> list[bytes | None]:
         cf = self._view(space)
+        for k in keys:
+            check_key(k)
         if not keys:
             return []
         try:
@@ -94,10 +98,20 @@ class RocksKV:
         limit: int | None = None,
     ) -> Iterator[tuple[bytes, bytes]]:
         cf = self._view(space)
-        # Bounds are checked here: rocksdict 0.3.29's ReadOptions has no raw mode, so its bounds would be encoded
-        # as Python objects and never match raw keys.
-        it = cf.iter()
+        check_key(start, "range bound")
+        if end is not None:
+            check_key(end, "range bound")
+        # The iterator is made now, so the scan sees the data as of this call (a RocksDB iterator is a snapshot).
+        # It is held in a slot that ``close`` empties: a paused scan must not keep the database (and its lock) open.
+        slot: list[Any] = [cf.iter()]
+        self._slots[id(slot)] = slot
+        return self._scan(slot, start, end, reverse, limit)
+
+    def _scan(
+        self, slot: list[Any], start: bytes, end: bytes | None, reverse: bool, limit: int | None
+    ) -> Iterator[tuple[bytes, bytes]]:
         try:
+            it = slot[0]
             if reverse:
                 if end is None:
                     it.seek_to_last()
@@ -108,23 +122,31 @@ class RocksKV:
             else:
                 it.seek(start)
             n = 0
-            while it.valid() and (limit is None or n < limit):
+            while limit is None or n < limit:
+                it = slot[0]
+                if it is None:
+                    raise StoreClosed(f"the store at {self.path} was closed during a range scan")
+                if not it.valid():
+                    # A damaged block also ends iteration; only the status tells that from the end of the data.
+                    try:
+                        it.status()
+                    except Exception as e:
+                        raise _classify(e, self.path) from e
+                    break
                 key = bytes(it.key())
                 if (reverse and key < start) or (not reverse and end is not None and key >= end):
                     break
-                yield key, bytes(it.value())
-                n += 1
+                value = bytes(it.value())
                 if reverse:
                     it.prev()
                 else:
                     it.next()
-            # An iterator also stops at a damaged block; only its status tells that from the end of the data.
-            try:
-                it.status()
-            except Exception as e:
-                raise _classify(e, self.path) from e
+                n += 1
+                it = None  # hold no reference across the yield: only the slot keeps the iterator alive
+                yield key, value
         finally:
-            del it
+            slot.clear()
+            self._slots.pop(id(slot), None)
 
     def commit(self, ops: Sequence[Op], *, sync: bool = True) -> None:
         if self._closed:
@@ -148,6 +170,9 @@ class RocksKV:
         if self._closed:
             return
         self._closed = True
+        for slot in list(self._slots.values()):  # paused scans drop their iterators (P5: they hold the lock)
+            slot[:] = [None]
+        self._slots.clear()
         self._cf.clear()
         self._handles.clear()
         try:

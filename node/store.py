@@ -175,6 +175,7 @@ class Store:
         self._pid_key = crypto.derive_key(master, crypto.PARTITION_ID_TAG)
         self._live: dict[bytes, _Live] = {}
         self._by_name: dict[str, bytes] = {}
+        self._pid_cache: dict[str, bytes] = {}
         self.seq = 0
         self.rebuilt_indexes = 0
         self.replayed_events = 0
@@ -302,7 +303,10 @@ class Store:
         return partition_of(asset)
 
     def pid_of(self, ref: PartitionRef) -> bytes:
-        return crypto.keyed_hash(self._pid_key, ref.name.encode())
+        pid = self._pid_cache.get(ref.name)
+        if pid is None:
+            pid = self._pid_cache[ref.name] = crypto.keyed_hash(self._pid_key, ref.name.encode())
+        return pid
 
     def ensure_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
         """The partition for ``ref``, created (with a fresh key, stored in the keychain first) if it is new."""
@@ -362,7 +366,7 @@ class Store:
             raw = crypto.open_sealed(key, blob[22:], self._asset_aad(idb, pid, epoch))
         except DecryptionFailed as e:
             raise StoreCorrupt(f"asset {idb.hex()}: the record does not open (altered bytes or wrong key)") from e
-        asset = Asset.from_canonical(raw)
+        asset = Asset.from_canonical(raw, trusted=True)  # validated before it was sealed; authenticated just now
         if asset.id != idb.hex():
             raise StoreCorrupt(f"asset {idb.hex()}: the record holds another id")
         return asset
@@ -405,8 +409,8 @@ class Store:
 
     def sign(self, asset: Asset) -> Asset:
         """The asset signed by this node (``source_node`` set to this node's id)."""
-        unsigned = asset.replace(source_node=self.node_id, signature=b"")
-        return unsigned.replace(signature=self.identity.sign(unsigned.signing_bytes()))
+        unsigned = asset if asset.source_node == self.node_id else asset.evolve(source_node=self.node_id)
+        return unsigned.evolve(signature=self.identity.sign(unsigned.signing_bytes()))
 
     def verify(self, asset: Asset) -> None:
         """Raise :class:`BadSignature` unless the asset is signed by the node it names."""
@@ -422,22 +426,32 @@ class Store:
             raise BadSignature(f"asset {asset.id}: bad signature from {asset.source_node[:16]}…") from e
 
     def check_payload(self, asset: Asset) -> None:
-        size = len(canonical_json(asset.payload).encode())
+        size = asset.payload_size()
         if size > self.max_payload_bytes:
             raise PayloadTooLarge(f"asset {asset.id}: payload is {size} bytes; the limit is {self.max_payload_bytes}")
 
     def put_many(
-        self, assets: Sequence[Asset], vectors: Sequence[np.ndarray | None], embedder: str, dim: int
+        self,
+        assets: Sequence[Asset],
+        vectors: Sequence[np.ndarray | None],
+        embedder: str,
+        dim: int,
+        *,
+        sign: bool = False,
     ) -> list[bool]:
-        """Store signed assets and their vectors in one atomic, durable commit. All or nothing.
+        """Store assets and their vectors in one atomic, durable commit. All or nothing.
 
-        Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
+        Assets from elsewhere arrive signed and are verified here, at the store's entry. With ``sign=True`` the
+        assets are this node's own writes: the store signs them (as this node) instead, and there is nothing to
+        verify. Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
         """
         if len(assets) != len(vectors):
             raise InvalidAsset("one vector (or None) per asset")
         for a in assets:
             if not isinstance(a, Asset):
                 raise InvalidAsset(f"not an Asset: {type(a).__name__}")
+        if sign:
+            assets = [self.sign(a) for a in assets]
         ids = [a.id for a in assets]
         if len(set(ids)) != len(ids):
             raise InvalidAsset("the same asset id appears twice in one batch")
@@ -445,7 +459,8 @@ class Store:
             if a.tombstone:
                 raise InvalidAsset(f"asset {a.id}: tombstones are written by delete, not put")
             self.check_payload(a)
-            self.verify(a)
+            if not sign:
+                self.verify(a)
             if v is not None and np.asarray(v).shape != (dim,):
                 raise IndexMismatch(f"asset {a.id}: vector of shape {np.asarray(v).shape}, expected ({dim},)")
         olds = self._load_existing([bytes.fromhex(i) for i in ids])

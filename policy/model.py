@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-import json
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+
+import orjson
 
 from policy.errors import InvalidAsset, UnknownEnumValue
 
@@ -211,8 +213,16 @@ def freeze_json(value: Any, path: str = "payload") -> Any:
     raise InvalidAsset(f"{path}: {type(value).__name__} is not a JSON value")
 
 
+def canonical_encode(value: Any) -> bytes:
+    """The canonical JSON of a JSON value: UTF-8, sorted keys, no spaces, shortest round-trip floats (orjson)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as e:
+        raise InvalidAsset(f"not canonically encodable: {e}") from e
+
+
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return canonical_encode(value).decode()
 
 
 def thaw_json(value: Any) -> Any:
@@ -242,6 +252,9 @@ class SourcePointer:
         if self.end < self.start:
             raise InvalidAsset(f"source.end ({self.end}) is before source.start ({self.start})")
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"source_id": self.source_id, "start": self.start, "end": self.end}
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Retention:
@@ -256,6 +269,9 @@ class Retention:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise InvalidAsset(f"retention_policy.{name} must be a non-negative integer, got {v!r}")
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"delete_at": self.delete_at, "ttl_seconds": self.ttl_seconds}
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Heat:
@@ -263,6 +279,9 @@ class Heat:
 
     visits: int = 0
     last_access: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"visits": self.visits, "last_access": self.last_access}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -312,6 +331,8 @@ class Asset:
     tier: Tier = Tier.HOT
     heat: Heat = Heat()
     tombstone: bool = False
+    # Memo of derived encodings (not a field of the model: not compared, hashed, encoded or copied by replace).
+    _memo: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -368,33 +389,65 @@ class Asset:
     # -- derived views -------------------------------------------------------------------------------------------
 
     def replace(self, **changes: Any) -> Asset:
+        """A validated copy with ``changes``."""
         return dataclasses.replace(self, **changes)
+
+    def evolve(self, **changes: Any) -> Asset:
+        """A copy with new node-set fields (signature, source_node, key ref, version, times), checked by type only.
+
+        The cheap path for the write pipeline: the rest of the asset was validated when it was built.
+        """
+        out = object.__new__(Asset)
+        for name, value in zip(_FIELD_NAMES, _GET_FIELDS(self), strict=True):
+            object.__setattr__(out, name, value)
+        memo: dict[str, Any] = {}
+        if "payload_size" in self._memo:
+            memo["payload_size"] = self._memo["payload_size"]
+        if "signing" in self._memo and changes.keys() <= set(UNSIGNED_FIELDS):
+            memo["signing"] = self._memo["signing"]
+        object.__setattr__(out, "_memo", memo)
+        for name, value in changes.items():
+            kind = _EVOLVABLE.get(name)
+            if kind is None:
+                raise InvalidAsset(f"evolve() cannot change {name}; use replace()")
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+                raise InvalidAsset(f"{name} must be {kind.__name__}, got {type(value).__name__}")
+            if isinstance(value, int) and value < (1 if name == "version" else 0):
+                raise InvalidAsset(f"{name} out of range: {value}")
+            object.__setattr__(out, name, bytes(value) if isinstance(value, (bytes, bytearray)) else value)
+        return out
 
     def to_dict(self, *, signed_only: bool = False) -> dict[str, Any]:
         """A plain JSON-able dict (enums by their lower-case names, bytes as hex)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            if signed_only and f.name in UNSIGNED_FIELDS:
-                continue
-            v = getattr(self, f.name)
-            if isinstance(v, _Named):
-                v = v.value
-            elif isinstance(v, (SourcePointer, Retention, Heat)):
-                v = dataclasses.asdict(v)
-            elif isinstance(v, bytes):
-                v = v.hex()
-            elif isinstance(v, tuple):
-                v = list(v)
-            elif f.name == "payload":
-                v = thaw_json(v)
-            out[f.name] = v
+        out = self._encodable(signed_only)
+        if not signed_only:
+            out.update(self._local())
+        out["payload"] = thaw_json(self.payload)
         return out
+
+    def _encodable(self, signed_only: bool = True) -> dict[str, Any]:
+        """The signed fields as JSON-able values; the payload stays frozen (it serializes the same)."""
+        out: dict[str, Any] = {}
+        for (name, kind), v in zip(_FIELD_KINDS, _GET_FIELDS(self), strict=True):
+            if kind == "enum":
+                v = v._value_
+            elif kind == "tuple":
+                v = list(v)
+            elif kind == "nested":
+                v = None if v is None else v.as_dict()
+            elif kind == "local":
+                continue
+            out[name] = v
+        return out
+
+    def _local(self) -> dict[str, Any]:
+        """The unsigned, local fields as JSON-able values."""
+        return {"heat": self.heat.as_dict(), "signature": self.signature.hex(), "tier": self.tier._value_}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Asset:
         """Inverse of :meth:`to_dict`; unknown keys are an error, not silently dropped."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
+        unknown = set(d) - set(_FIELD_NAMES)
         if unknown:
             raise InvalidAsset(f"unknown asset field(s): {', '.join(sorted(unknown))}")
         kw = dict(d)
@@ -418,24 +471,73 @@ class Asset:
             raise InvalidAsset(f"malformed asset: {e}") from e
 
     def signing_bytes(self) -> bytes:
-        """What the writing node signs: the canonical encoding without signature and local state."""
-        return CANONICAL_TAG + canonical_json(self.to_dict(signed_only=True)).encode()
+        """What the writing node signs: the canonical encoding of every field but signature and local state."""
+        b: bytes | None = self._memo.get("signing")
+        if b is None:
+            b = self._memo["signing"] = CANONICAL_TAG + canonical_encode(self._encodable())
+        return b
 
     def canonical_bytes(self) -> bytes:
-        """The full deterministic encoding (storage), including signature and local state."""
-        return CANONICAL_TAG + canonical_json(self.to_dict()).encode()
+        """The full deterministic encoding (storage): the signed bytes, a newline, then signature and local state."""
+        b: bytes | None = self._memo.get("canonical")
+        if b is None:
+            b = self._memo["canonical"] = self.signing_bytes() + b"\n" + canonical_encode(self._local())
+        return b
+
+    def payload_size(self) -> int:
+        """Bytes of the payload's canonical JSON (what the size limit counts)."""
+        n: int | None = self._memo.get("payload_size")
+        if n is None:
+            n = self._memo["payload_size"] = len(canonical_encode(self.payload))
+        return n
 
     @classmethod
-    def from_canonical(cls, data: bytes) -> Asset:
+    def from_canonical(cls, data: bytes, *, trusted: bool = False) -> Asset:
+        """Decode :meth:`canonical_bytes`.
+
+        ``trusted=True`` skips re-validation, for bytes this node validated before sealing them and that have just
+        passed authenticated decryption; everything else is validated like a new asset.
+        """
         if not data.startswith(CANONICAL_TAG):
             raise InvalidAsset("not a canonical GAML asset encoding (missing tag)")
+        signed, _, local = data[len(CANONICAL_TAG) :].partition(b"\n")
         try:
-            d = json.loads(data[len(CANONICAL_TAG) :])
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            d = orjson.loads(signed)
+            if local:
+                extra = orjson.loads(local)
+                if not isinstance(extra, dict) or not isinstance(d, dict) or extra.keys() & d.keys():
+                    raise InvalidAsset("canonical asset encoding: malformed local part")
+                d.update(extra)
+        except orjson.JSONDecodeError as e:
             raise InvalidAsset(f"canonical asset encoding is not valid JSON: {e}") from e
         if not isinstance(d, dict):
             raise InvalidAsset("canonical asset encoding is not an object")
+        if trusted and d.keys() == _FIELD_SET:
+            return cls._trusted(d)
         return cls.from_dict(d)
+
+    @classmethod
+    def _trusted(cls, d: dict[str, Any]) -> Asset:
+        out = object.__new__(cls)
+        for name, kind in _FIELD_KINDS:
+            v = d[name]
+            if kind == "enum":
+                v = ENUM_FIELDS[name](v)
+            elif kind == "tuple":
+                v = tuple(v)
+            elif kind == "nested" or kind == "local":
+                if name == "source":
+                    v = None if v is None else SourcePointer(**v)
+                elif name == "retention_policy":
+                    v = Retention(**v)
+            elif name == "payload":
+                v = freeze_json(v)
+            object.__setattr__(out, name, v)
+        object.__setattr__(out, "heat", Heat(**d["heat"]))
+        object.__setattr__(out, "signature", bytes.fromhex(d["signature"]))
+        object.__setattr__(out, "tier", Tier(d["tier"]))
+        object.__setattr__(out, "_memo", {})
+        return out
 
     def text(self) -> str:
         """The text that represents the asset for embedding and display: payload text, then entities and tags."""
@@ -448,6 +550,37 @@ class Asset:
         parts.extend(self.entities)
         parts.extend(self.tags)
         return " ".join(p for p in parts if p)
+
+
+ASSET_FIELDS: Final = tuple(f for f in dataclasses.fields(Asset) if not f.name.startswith("_"))  # the model's fields
+_FIELD_NAMES: Final = tuple(f.name for f in ASSET_FIELDS)
+_FIELD_SET: Final = frozenset(_FIELD_NAMES)
+_GET_FIELDS: Final = operator.attrgetter(*_FIELD_NAMES)
+_FIELD_KINDS: Final = tuple(
+    (
+        name,
+        "local"
+        if name in UNSIGNED_FIELDS
+        else "enum"
+        if name in ENUM_FIELDS
+        else "tuple"
+        if name in SET_FIELDS
+        else "nested"
+        if name in ("source", "retention_policy", "heat")
+        else "bytes"
+        if name == "signature"
+        else "plain",
+    )
+    for name in _FIELD_NAMES
+)
+_EVOLVABLE: Final[dict[str, type]] = {
+    "signature": bytes,
+    "source_node": str,
+    "encryption_key_ref": str,
+    "version": int,
+    "created_at": int,
+    "updated_at": int,
+}
 
 
 def _string_set(name: str, value: object) -> tuple[str, ...]:
@@ -473,11 +606,11 @@ def _string_leaves(value: Any) -> list[str]:
 def content_id(asset_type: AssetType | str, owner_id: str, tenant_scope: str, payload: Mapping[str, Any]) -> str:
     """The id of a new asset: a versioned, domain-separated hash of its type, owner, tenant and canonical payload."""
     t = AssetType.parse(asset_type)
-    body = canonical_json([t.value, owner_id, tenant_scope, freeze_json(payload)]).encode()
+    body = canonical_encode([t.value, owner_id, tenant_scope, freeze_json(payload)])
     return hashlib.blake2b(body, digest_size=16, person=ASSET_ID_TAG).hexdigest()
 
 
 def item_id(source_id: str, position: int) -> str:
     """The id of an ingested item: a hash of its source and position, so re-ingestion is an upsert."""
-    body = canonical_json([source_id, position]).encode()
+    body = canonical_encode([source_id, position])
     return hashlib.blake2b(body, digest_size=16, person=ITEM_ID_TAG).hexdigest()

@@ -24,6 +24,7 @@ from google.protobuf.struct_pb2 import Struct
 
 from policy.errors import InvalidAsset, UnknownEnumValue
 from policy.model import (
+    ASSET_FIELDS,
     ENUM_FIELDS,
     SET_FIELDS,
     Asset,
@@ -45,9 +46,7 @@ _NESTED: Final[dict[str, tuple[type[Any], Any]]] = {
     "heat": (Heat, asset_pb2.Heat),
 }
 # Dataclass defaults: what an UNSPECIFIED enum on the wire stands for.
-_DEFAULTS: Final[dict[str, Any]] = {
-    f.name: f.default for f in dataclasses.fields(Asset) if f.default is not dataclasses.MISSING
-}
+_DEFAULTS: Final[dict[str, Any]] = {f.name: f.default for f in ASSET_FIELDS if f.default is not dataclasses.MISSING}
 # JSON key (original or lowerCamelCase name) -> the Asset field's descriptor.
 _BY_JSON_KEY: Final[dict[str, Any]] = {
     **{fd.name: fd for fd in _ASSET_DESCRIPTOR.fields},
@@ -100,7 +99,7 @@ def asset_to_pb(asset: Asset) -> asset_pb2.Asset:
     Raises :class:`InvalidAsset` if a value does not fit its wire type (an integer beyond 64 bits).
     """
     kw: dict[str, Any] = {}
-    for f in dataclasses.fields(Asset):
+    for f in ASSET_FIELDS:
         value = getattr(asset, f.name)
         if f.name in ENUM_FIELDS:
             kw[f.name] = _enum_to_pb(f.name, value)
@@ -150,7 +149,7 @@ def asset_from_pb(msg: asset_pb2.Asset) -> Asset:
     enum number the schema does not define raises :class:`UnknownEnumValue`. The asset validates itself as usual.
     """
     kw: dict[str, Any] = {}
-    for f in dataclasses.fields(Asset):
+    for f in ASSET_FIELDS:
         if f.name in ENUM_FIELDS:
             member = _enum_from_pb(f.name, getattr(msg, f.name))
             if member is None:

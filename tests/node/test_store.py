@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from node.core import Node
 from node.kv import MemoryKV
 from policy import crypto
 from policy.errors import (
@@ -17,8 +20,14 @@ from policy.errors import (
     StoreCorrupt,
     WrongKey,
 )
+from policy.model import Asset
 from policy.partitions import PartitionRef, Principal
 from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
+
+
+def signed(node: Node, draft: dict[str, Any]) -> Asset:
+    """A draft made into a signed asset, as the node would write it, without writing it."""
+    return node.store.sign(node.prepare(node.build(draft, NOW)))
 
 
 def snapshot(world: World) -> dict[str, list[tuple[bytes, bytes]]]:
@@ -144,9 +153,9 @@ def test_bad_signature_is_rejected_and_nothing_written(world: World) -> None:
     """An asset whose signature does not verify is refused at the store's entry; the store is unchanged."""
     node = world.open_node()
     node.put([fact("existing")], NOW)
-    good = node.prepare(node.build(fact("forged"), NOW))
+    good = signed(node, fact("forged"))
     forged = good.replace(payload={"text": "tampered"})
-    valid = node.prepare(node.build(fact("valid neighbour"), NOW))
+    valid = signed(node, fact("valid neighbour"))
     before = snapshot(world)
     with pytest.raises(BadSignature):
         node.store.put_many([valid, forged], [None, None], node.embedder.id, node.embedder.dim)
@@ -173,7 +182,7 @@ def test_wrong_vector_dimension_is_refused(world: World) -> None:
     """A partition built with one embedder refuses vectors of another dimension, and nothing is written."""
     node = world.open_node()
     node.put([fact("first")], NOW)
-    asset = node.prepare(node.build(fact("second"), NOW))
+    asset = signed(node, fact("second"))
     before = snapshot(world)
     with pytest.raises(IndexMismatch):
         node.store.put_many([asset], [np.ones(8, dtype=np.float32)], node.embedder.id, 8)
@@ -311,7 +320,7 @@ def test_partition_ids_and_index_keys_reveal_nothing() -> None:
 def test_put_requires_asset_objects_and_unique_ids(world: World) -> None:
     """A batch with a duplicate id or a non-asset is refused whole."""
     node = world.open_node()
-    a = node.prepare(node.build(fact("dup"), NOW))
+    a = signed(node, fact("dup"))
     with pytest.raises(InvalidAsset, match="twice"):
         node.store.put_many([a, a], [None, None], node.embedder.id, node.embedder.dim)
     with pytest.raises(InvalidAsset):

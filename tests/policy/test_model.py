@@ -182,3 +182,32 @@ def test_partitions_and_who_may_search_them() -> None:
     assert may_search(Principal("alice"), alice_private) and not may_search(Principal("bob"), alice_private)
     assert may_search(Principal.parse("bob@acme"), acme) and not may_search(Principal("alice"), acme)
     assert may_search(Principal("anyone"), public)
+
+
+def test_evolve_changes_only_node_fields_and_checks_their_types() -> None:
+    """The write path's cheap copy accepts node-set fields of the right type and refuses everything else."""
+    a = make()
+    b = a.evolve(version=2, signature=b"\x01" * 64, source_node="ab", encryption_key_ref="partition/x/1")
+    assert (b.version, b.signature, b.source_node) == (2, b"\x01" * 64, "ab")
+    assert b.payload == a.payload and a.version == 1
+    assert (
+        b.signing_bytes() == a.replace(version=2, source_node="ab", encryption_key_ref="partition/x/1").signing_bytes()
+    )
+    with pytest.raises(InvalidAsset, match="cannot change owner_id"):
+        a.evolve(owner_id="mallory")
+    with pytest.raises(InvalidAsset, match="version"):
+        a.evolve(version=0)
+    with pytest.raises(InvalidAsset, match="signature"):
+        a.evolve(signature="not bytes")
+    with pytest.raises(InvalidAsset, match="created_at"):
+        a.evolve(created_at=True)
+
+
+def test_encodings_are_memoized_per_object_not_across_copies() -> None:
+    """A copy never reuses its source's cached encoding."""
+    a = make()
+    first = a.canonical_bytes()
+    b = a.replace(tags=("new",))
+    c = a.evolve(version=5)
+    assert b.canonical_bytes() != first and c.canonical_bytes() != first
+    assert a.canonical_bytes() is first

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from policy import model
-from policy.model import ENUM_FIELDS, Asset
+from policy.model import ASSET_FIELDS, ENUM_FIELDS
 from proto.gaml.v1 import asset_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_every_domain_enum_class_has_a_field() -> None:
 def test_asset_fields_mirror_dataclass() -> None:
     """The proto Asset message has exactly the dataclass fields of policy.model.Asset, in the same order."""
     proto_fields = [f.name for f in asset_pb2.Asset.DESCRIPTOR.fields]
-    domain_fields = [f.name for f in dataclasses.fields(Asset)]
+    domain_fields = [f.name for f in ASSET_FIELDS]
     assert set(proto_fields) - set(domain_fields) == set(), "proto fields missing from the domain type"
     assert set(domain_fields) - set(proto_fields) == set(), "domain fields missing from the proto message"
     assert proto_fields == domain_fields

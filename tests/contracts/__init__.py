@@ -1,0 +1,1 @@
+"""Shared contract suites: each runs against the in-memory fake and against the real adapter."""

@@ -1,0 +1,128 @@
+"""The KV contract (tests/contracts/kv.py) on MemoryKV and RocksKV, plus what only RocksDB does: files and locks."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from node.kv import KV, SPACES, Delete, MemoryKV, Put, pack, prefix_end
+from node.rocks_kv import RocksKV
+from policy.errors import StoreError, StoreLocked
+from tests.contracts.kv import KV_CHECKS, MakeKV, snapshot
+
+
+@pytest.fixture(params=["memory", "rocks"])
+def make_kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeKV]:
+    """A factory of new, empty stores of one kind; every store it made is closed at teardown."""
+    opened: list[KV] = []
+
+    def make() -> KV:
+        kv: KV = MemoryKV() if request.param == "memory" else RocksKV(tmp_path / f"db{len(opened)}")
+        opened.append(kv)
+        return kv
+
+    yield make
+    for kv in opened:
+        kv.close()
+
+
+@pytest.mark.parametrize("check", KV_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+def test_kv_contract(make_kv: MakeKV, check: Callable[[MakeKV], None]) -> None:
+    """Each KV implementation satisfies every behaviour of the shared contract (one check per test)."""
+    check(make_kv)
+
+
+# -- key encoding ------------------------------------------------------------------------------------------------
+
+
+def test_prefix_end_values() -> None:
+    """prefix_end increments the last byte below 0xff, drops trailing 0xff bytes, and is None when all are 0xff."""
+    assert prefix_end(b"a") == b"b"
+    assert prefix_end(b"a\x00") == b"a\x01"
+    assert prefix_end(b"a\xff") == b"b"
+    assert prefix_end(b"a\xfe\xff\xff") == b"a\xff"
+    assert prefix_end(b"\xff") is None
+    assert prefix_end(b"\xff\xff") is None
+    assert prefix_end(b"") is None
+
+
+def test_pack_preserves_order() -> None:
+    """pack encodes ints as 8-byte big-endian, so packed keys sort like the tuples they encode."""
+    rng = random.Random(0)
+    tuples = [(rng.randrange(2**64), rng.randrange(2**16), rng.choice(["a", "b", "ab"])) for _ in range(500)]
+    assert sorted(tuples, key=lambda t: pack(*t)) == sorted(tuples)
+    assert pack(1, "x", b"\x00") == b"\x00" * 7 + b"\x01x\x00"
+    with pytest.raises(TypeError):
+        pack(True)
+
+
+# -- RocksKV only ------------------------------------------------------------------------------------------------
+
+
+def test_rocks_data_survives_reopen(tmp_path: Path) -> None:
+    """Everything committed (with or without sync) is there after close() and a reopen without create."""
+    path = tmp_path / "db"
+    kv = RocksKV(path)
+    rng = random.Random(0)
+    model: dict[str, dict[bytes, bytes]] = {s: {} for s in SPACES}
+    for i in range(50):
+        ops = [Put(rng.choice(SPACES), rng.randbytes(rng.randint(0, 4)), rng.randbytes(8)) for _ in range(5)]
+        kv.commit(ops, sync=i % 2 == 0)
+        for op in ops:
+            model[op.space][op.key] = op.value
+    gone = next(iter(model["assets"]))
+    kv.commit([Delete("assets", gone)])
+    del model["assets"][gone]
+    kv.close()
+
+    again = RocksKV(path, create=False)
+    try:
+        assert snapshot(again) == model
+    finally:
+        again.close()
+
+
+def test_rocks_second_open_is_locked(tmp_path: Path) -> None:
+    """A second RocksKV on an open path raises StoreLocked and disturbs nothing; after close() the path opens again."""
+    path = tmp_path / "db"
+    first = RocksKV(path)
+    first.commit([Put("meta", b"k", b"v")])
+    with pytest.raises(StoreLocked, match="in use"):
+        RocksKV(path)
+    with pytest.raises(StoreLocked):
+        RocksKV(path, create=False)
+    assert first.load("meta", b"k") == b"v"
+    first.commit([Put("meta", b"k2", b"v2")])
+    first.close()
+    second = RocksKV(path)
+    try:
+        assert second.load_many("meta", [b"k", b"k2"]) == [b"v", b"v2"]
+    finally:
+        second.close()
+
+
+def test_rocks_missing_path_without_create(tmp_path: Path) -> None:
+    """Opening a path with no database and create=False raises StoreError naming the path and `gaml init`."""
+    path = tmp_path / "nowhere" / "db"
+    with pytest.raises(StoreError) as info:
+        RocksKV(path, create=False)
+    assert not isinstance(info.value, StoreLocked)
+    assert str(path) in str(info.value)
+    assert "gaml init" in str(info.value)
+    assert not path.exists()
+
+
+def test_rocks_close_releases_lock_during_suspended_scan(tmp_path: Path) -> None:
+    """close() releases the database lock even when a range scan is suspended, so the path can be reopened."""
+    path = tmp_path / "db"
+    kv = RocksKV(path)
+    kv.commit([Put("assets", bytes([i]), b"v") for i in range(5)])
+    scan = kv.load_range("assets")
+    next(scan)
+    kv.close()
+    again = RocksKV(path)  # raises StoreLocked while `scan` is alive
+    again.close()
+    del scan

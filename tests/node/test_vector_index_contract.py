@@ -1,0 +1,72 @@
+"""The VectorIndex contract (tests/contracts/vector_index.py) on ExactIndex, HnswIndex and AdaptiveIndex."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from node.hnsw_index import HnswFactory
+from node.vectors import AdaptiveFactory, AdaptiveIndex, ExactFactory, IndexFactory
+from tests.contracts.vector_index import DIM, VECTOR_CHECKS, Check, clustered, ids_for
+
+THRESHOLD = 50
+
+SUBJECTS: dict[str, tuple[IndexFactory, bool]] = {
+    "exact": (ExactFactory(), True),
+    "hnsw": (HnswFactory(), False),
+    "adaptive": (AdaptiveFactory(HnswFactory(), threshold=THRESHOLD), False),
+}
+
+
+@pytest.mark.parametrize("check", VECTOR_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+@pytest.mark.parametrize("subject", list(SUBJECTS))
+def test_vector_index_contract(subject: str, check: Check) -> None:
+    """Each index satisfies every behaviour of the shared contract (approximate ones by recall, not equality)."""
+    factory, exact = SUBJECTS[subject]
+    check(factory, exact)
+
+
+# -- AdaptiveIndex only ------------------------------------------------------------------------------------------
+
+
+def adaptive() -> AdaptiveIndex:
+    index = AdaptiveFactory(HnswFactory(), threshold=THRESHOLD).new(DIM)
+    assert isinstance(index, AdaptiveIndex)
+    return index
+
+
+def test_adaptive_migrates_once_past_threshold() -> None:
+    """An adaptive index stays exact up to the threshold and moves to the large index once it is exceeded."""
+    index = adaptive()
+    ids, vecs = ids_for(200), clustered(200, seed=30)
+    index.add(ids[:THRESHOLD], vecs[:THRESHOLD])
+    assert (index.migrated, index.kind) == (False, "exact")
+    index.add(ids[THRESHOLD : THRESHOLD + 1], vecs[THRESHOLD : THRESHOLD + 1])
+    assert (index.migrated, index.kind) == (True, "large")
+    index.add(ids[THRESHOLD + 1 :], vecs[THRESHOLD + 1 :])
+    assert len(index) == 200
+    items = dict(index.items())
+    assert sorted(items) == ids
+    for id_, v in zip(ids, vecs, strict=True):
+        np.testing.assert_allclose(items[id_], v, atol=1e-5)
+    # Shrinking below the threshold does not migrate back.
+    for id_ in ids[10:]:
+        index.remove(id_)
+    assert (len(index), index.migrated) == (10, True)
+
+
+def test_adaptive_snapshot_keeps_its_kind() -> None:
+    """A snapshot taken before migration loads as exact and still migrates later; one taken after loads as large."""
+    factory = AdaptiveFactory(HnswFactory(), threshold=THRESHOLD)
+    ids, vecs = ids_for(120), clustered(120, seed=31)
+    small = factory.new(DIM)
+    small.add(ids[:40], vecs[:40])
+    loaded_small = factory.load(small.dump())
+    assert isinstance(loaded_small, AdaptiveIndex) and not loaded_small.migrated
+    loaded_small.add(ids[40:], vecs[40:])
+    assert loaded_small.migrated and len(loaded_small) == 120
+
+    loaded_big = factory.load(loaded_small.dump())
+    assert isinstance(loaded_big, AdaptiveIndex) and loaded_big.migrated and len(loaded_big) == 120
+    for id_, v in zip(ids, vecs, strict=True):
+        assert loaded_big.search(v, 1)[0][0] == id_

@@ -1,0 +1,283 @@
+"""policy.crypto: sealing, signatures, derivation, passphrases; pinned test vectors in tests/vectors/crypto.json."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy import crypto, model
+from policy.errors import BadSignature, DecryptionFailed, GamlError
+from policy.model import Asset
+
+VECTORS_PATH = Path(__file__).resolve().parents[1] / "vectors" / "crypto.json"
+REGENERATE = (
+    "a pinned encoding changed. If the change is intentional (it breaks every stored key, sealed blob, signature "
+    "or id made before it), regenerate with `.venv/bin/python tests/vectors/make_vectors.py` and say so in the change"
+)
+
+rng = random.Random(0)
+KEY = rng.randbytes(32)
+OTHER_KEY = rng.randbytes(32)
+PLAINTEXT = b"the payload of an asset"
+AAD = b"asset/abc|partition/p1|epoch/1"
+
+
+@pytest.fixture(scope="module")
+def vectors() -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
+    return result
+
+
+# -- sealing -----------------------------------------------------------------------------------------------------
+
+
+def test_seal_open_round_trip() -> None:
+    """open_sealed(seal(x)) == x for empty, short and large plaintexts, with and without associated data."""
+    ent = crypto.SeededEntropy(0)
+    for plaintext in (b"", b"x", PLAINTEXT, random.Random(1).randbytes(100_000)):
+        for aad in (b"", AAD):
+            blob = crypto.seal(KEY, plaintext, aad, ent)
+            assert len(blob) == len(plaintext) + crypto.SEAL_OVERHEAD
+            assert blob[:1] == crypto.SEAL_FORMAT
+            assert crypto.open_sealed(KEY, blob, aad) == plaintext
+
+
+def test_open_with_wrong_key_or_aad_fails() -> None:
+    """A sealed blob does not open under another key, other associated data, or a key of the wrong size."""
+    blob = crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(0))
+    with pytest.raises(DecryptionFailed):
+        crypto.open_sealed(OTHER_KEY, blob, AAD)
+    for aad in (b"", AAD + b"x", AAD[:-1], b"asset/abd|partition/p1|epoch/1"):
+        with pytest.raises(DecryptionFailed):
+            crypto.open_sealed(KEY, blob, aad)
+    with pytest.raises(DecryptionFailed):
+        crypto.open_sealed(KEY[:31], blob, AAD)
+
+
+def test_every_flipped_byte_fails() -> None:
+    """Flipping any bit of any byte (format, nonce, ciphertext or tag) makes the blob fail to open."""
+    blob = crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(0))
+    bit = random.Random(2)
+    for i in range(len(blob)):
+        altered = bytearray(blob)
+        altered[i] ^= 1 << bit.randrange(8)
+        with pytest.raises(DecryptionFailed):
+            crypto.open_sealed(KEY, bytes(altered), AAD)
+
+
+def test_truncated_or_extended_blob_fails() -> None:
+    """Every truncation of a sealed blob, and a blob with bytes appended, fails to open."""
+    blob = crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(0))
+    for n in range(len(blob)):
+        with pytest.raises(DecryptionFailed):
+            crypto.open_sealed(KEY, blob[:n], AAD)
+    with pytest.raises(DecryptionFailed):
+        crypto.open_sealed(KEY, blob + b"\x00", AAD)
+
+
+def test_wrong_format_byte_fails() -> None:
+    """A blob whose format byte is not SEAL_FORMAT is refused, even if the rest is a valid sealed blob."""
+    blob = crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(0))
+    for fmt in (b"\x00", b"\x02", b"\xff"):
+        with pytest.raises(DecryptionFailed, match="format"):
+            crypto.open_sealed(KEY, fmt + blob[1:], AAD)
+
+
+def test_seal_refuses_bad_key_size() -> None:
+    """seal refuses a key that is not 32 bytes."""
+    for key in (b"", KEY[:16], KEY + b"\x00"):
+        with pytest.raises(GamlError):
+            crypto.seal(key, PLAINTEXT, AAD, crypto.SeededEntropy(0))
+
+
+def test_seal_nonces() -> None:
+    """With SystemEntropy every seal differs (fresh nonce); with SeededEntropy(0) the output is reproducible."""
+    system = crypto.SystemEntropy()
+    blobs = {crypto.seal(KEY, PLAINTEXT, AAD, system) for _ in range(20)}
+    assert len(blobs) == 20
+    assert len({b[1 : 1 + crypto.NONCE_BYTES] for b in blobs}) == 20
+    first = crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(0))
+    assert crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(0)) == first
+    assert crypto.seal(KEY, PLAINTEXT, AAD, crypto.SeededEntropy(1)) != first
+
+
+# -- signatures --------------------------------------------------------------------------------------------------
+
+
+def test_signatures_verify() -> None:
+    """A signature made by a key verifies under its public key; generate() makes distinct keys."""
+    signer = crypto.SigningKey.generate(crypto.SeededEntropy(0))
+    for message in (b"", b"m", PLAINTEXT):
+        crypto.verify(signer.public_key, message, signer.sign(message))
+    assert len(signer.public_key) == 32 and len(signer.sign(b"m")) == 64
+    assert crypto.SigningKey.generate(crypto.SeededEntropy(1)).public_key != signer.public_key
+
+
+def test_altered_signature_message_or_key_fails() -> None:
+    """Changing one bit of the message, the signature or the public key gives BadSignature."""
+    signer = crypto.SigningKey(KEY)
+    sig = signer.sign(PLAINTEXT)
+    bit = random.Random(3)
+    for i in range(len(PLAINTEXT)):
+        msg = bytearray(PLAINTEXT)
+        msg[i] ^= 1 << bit.randrange(8)
+        with pytest.raises(BadSignature):
+            crypto.verify(signer.public_key, bytes(msg), sig)
+    for i in range(len(sig)):
+        bad = bytearray(sig)
+        bad[i] ^= 1 << bit.randrange(8)
+        with pytest.raises(BadSignature):
+            crypto.verify(signer.public_key, PLAINTEXT, bytes(bad))
+    for i in range(len(signer.public_key)):
+        pk = bytearray(signer.public_key)
+        pk[i] ^= 1 << bit.randrange(8)
+        with pytest.raises(BadSignature):
+            crypto.verify(bytes(pk), PLAINTEXT, sig)
+    with pytest.raises(BadSignature):
+        crypto.verify(crypto.SigningKey(OTHER_KEY).public_key, PLAINTEXT, sig)
+    for pk, s in ((signer.public_key[:31], sig), (signer.public_key, sig[:63]), (b"", b"")):
+        with pytest.raises(BadSignature):
+            crypto.verify(pk, PLAINTEXT, s)
+
+
+def test_signing_key_hides_its_seed() -> None:
+    """A SigningKey's repr shows part of the public key and nothing of the seed; a bad seed size is refused."""
+    seed = bytes(range(0x10, 0x30))
+    signer = crypto.SigningKey(seed)
+    text = repr(signer) + str(signer)
+    assert seed.hex() not in text
+    assert seed.hex()[:8] not in text and seed.hex()[-8:] not in text
+    assert signer.public_key.hex()[:16] in text
+    for bad in (b"", seed[:31], seed + b"\x00"):
+        with pytest.raises(GamlError):
+            crypto.SigningKey(bad)
+
+
+# -- derivation --------------------------------------------------------------------------------------------------
+
+
+def test_keyed_hash_depends_on_key_and_data() -> None:
+    """keyed_hash is deterministic, changes with the key or the data, and has the requested size."""
+    h = crypto.keyed_hash(KEY, b"alice")
+    assert h == crypto.keyed_hash(KEY, b"alice")
+    assert len(h) == 16 and len(crypto.keyed_hash(KEY, b"alice", 32)) == 32
+    assert crypto.keyed_hash(OTHER_KEY, b"alice") != h
+    assert crypto.keyed_hash(KEY, b"alicf") != h
+
+
+def test_derive_key_separates_tags_and_contexts() -> None:
+    """derive_key is deterministic and gives a different 32-byte key for each tag, context and secret."""
+    tags = [crypto.META_KEY_TAG, crypto.BLIND_INDEX_TAG, crypto.PARTITION_ID_TAG]
+    contexts = [b"", b"a", b"b", b"partition/1"]
+    keys = {(t, c): crypto.derive_key(KEY, t, c) for t in tags for c in contexts}
+    assert all(len(k) == crypto.KEY_BYTES for k in keys.values())
+    assert len(set(keys.values())) == len(keys)
+    assert crypto.derive_key(KEY, tags[0], b"a") == keys[(tags[0], b"a")]
+    assert crypto.derive_key(OTHER_KEY, tags[0], b"a") != keys[(tags[0], b"a")]
+
+
+def test_passphrase_key() -> None:
+    """passphrase_key is deterministic for a salt, differs with the salt or passphrase, and refuses a bad salt size."""
+    salt = bytes(crypto.ARGON2_SALT_BYTES)
+    key = crypto.passphrase_key(b"hunter2", salt)
+    assert len(key) == crypto.KEY_BYTES
+    assert crypto.passphrase_key(b"hunter2", salt) == key
+    assert crypto.passphrase_key(b"hunter2", b"\x01" * crypto.ARGON2_SALT_BYTES) != key
+    assert crypto.passphrase_key(b"hunter3", salt) != key
+    with pytest.raises(GamlError):
+        crypto.passphrase_key(b"hunter2", salt[:-1])
+
+
+def test_seeded_entropy_is_reproducible() -> None:
+    """SeededEntropy gives the same byte stream for the same seed and another for another seed."""
+    a, b, c = crypto.SeededEntropy(5), crypto.SeededEntropy(5), crypto.SeededEntropy(6)
+    assert [a.random_bytes(n) for n in (0, 1, 24, 32)] == [b.random_bytes(n) for n in (0, 1, 24, 32)]
+    assert crypto.SeededEntropy(5).random_bytes(32) != c.random_bytes(32)
+
+
+# -- test vectors ------------------------------------------------------------------------------------------------
+
+
+def test_vector_constants(vectors: dict[str, Any]) -> None:
+    """The format constants and tags match the pinned values."""
+    c = vectors["constants"]
+    got = {
+        "SEAL_FORMAT": crypto.SEAL_FORMAT.hex(),
+        "NONCE_BYTES": crypto.NONCE_BYTES,
+        "KEY_BYTES": crypto.KEY_BYTES,
+        "TAG_BYTES": crypto.TAG_BYTES,
+        "KEYCHAIN_AAD": crypto.KEYCHAIN_AAD.decode(),
+        "ARGON2_OPSLIMIT": crypto.ARGON2_OPSLIMIT,
+        "ARGON2_MEMLIMIT": crypto.ARGON2_MEMLIMIT,
+        "ARGON2_SALT_BYTES": crypto.ARGON2_SALT_BYTES,
+        "CANONICAL_TAG": model.CANONICAL_TAG.decode(),
+        "ASSET_ID_TAG": model.ASSET_ID_TAG.hex(),
+        "ITEM_ID_TAG": model.ITEM_ID_TAG.hex(),
+    }
+    assert got == c, REGENERATE
+
+
+def test_vector_derive_key(vectors: dict[str, Any]) -> None:
+    """derive_key reproduces the pinned keys, and every *_TAG constant of policy.crypto is pinned."""
+    tags = {name: getattr(crypto, name) for name in vars(crypto) if name.endswith("_TAG")}
+    assert {v["tag_name"] for v in vectors["derive_key"]} == set(tags), REGENERATE
+    for v in vectors["derive_key"]:
+        assert tags[v["tag_name"]] == v["tag"].encode(), REGENERATE
+        key = crypto.derive_key(bytes.fromhex(v["secret"]), v["tag"].encode(), bytes.fromhex(v["context"]))
+        assert key.hex() == v["key"], f"derive_key({v['tag_name']}, context={v['context']}): {REGENERATE}"
+
+
+def test_vector_keyed_hash(vectors: dict[str, Any]) -> None:
+    """keyed_hash reproduces the pinned digests."""
+    for v in vectors["keyed_hash"]:
+        digest = crypto.keyed_hash(bytes.fromhex(v["key"]), bytes.fromhex(v["data"]), v["size"])
+        assert digest.hex() == v["digest"], REGENERATE
+
+
+def test_vector_seal(vectors: dict[str, Any]) -> None:
+    """seal with SeededEntropy(7) reproduces the pinned XChaCha20-Poly1305 blob, and the pinned blob opens."""
+    v = vectors["seal"]
+    key, plaintext, aad = bytes.fromhex(v["key"]), bytes.fromhex(v["plaintext"]), bytes.fromhex(v["aad"])
+    blob = crypto.seal(key, plaintext, aad, crypto.SeededEntropy(v["entropy_seed"]))
+    assert blob.hex() == v["sealed"], REGENERATE
+    assert crypto.open_sealed(key, bytes.fromhex(v["sealed"]), aad) == plaintext
+
+
+def test_vector_ed25519(vectors: dict[str, Any]) -> None:
+    """A fixed seed gives the pinned Ed25519 public key and signature, and the pinned signature verifies."""
+    v = vectors["ed25519"]
+    signer = crypto.SigningKey(bytes.fromhex(v["seed"]))
+    message = bytes.fromhex(v["message"])
+    assert signer.public_key.hex() == v["public_key"], REGENERATE
+    assert signer.sign(message).hex() == v["signature"], REGENERATE
+    crypto.verify(bytes.fromhex(v["public_key"]), message, bytes.fromhex(v["signature"]))
+
+
+def test_vector_passphrase_key(vectors: dict[str, Any]) -> None:
+    """Argon2id with the module's default limits and a fixed salt gives the pinned key."""
+    v = vectors["passphrase_key"]
+    assert (v["opslimit"], v["memlimit"]) == (crypto.ARGON2_OPSLIMIT, crypto.ARGON2_MEMLIMIT), REGENERATE
+    key = crypto.passphrase_key(v["passphrase"].encode(), bytes.fromhex(v["salt"]))
+    assert key.hex() == v["key"], REGENERATE
+
+
+def test_vector_ids(vectors: dict[str, Any]) -> None:
+    """content_id and item_id reproduce the pinned ids."""
+    for v in vectors["content_id"]:
+        got = model.content_id(v["asset_type"], v["owner_id"], v["tenant_scope"], v["payload"])
+        assert got == v["id"], f"content_id{v['asset_type'], v['owner_id'], v['tenant_scope']}: {REGENERATE}"
+    for v in vectors["item_id"]:
+        assert model.item_id(v["source_id"], v["position"]) == v["id"], REGENERATE
+
+
+def test_vector_asset_encoding(vectors: dict[str, Any]) -> None:
+    """A fully specified asset encodes to the pinned canonical and signing bytes, and decodes back to itself."""
+    v = vectors["asset"]
+    asset = Asset.from_dict(v["fields"])
+    assert asset.canonical_bytes().decode() == v["canonical_bytes"], REGENERATE
+    assert asset.signing_bytes().decode() == v["signing_bytes"], REGENERATE
+    assert Asset.from_canonical(v["canonical_bytes"].encode()) == asset
