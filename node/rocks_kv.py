@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from rocksdict import AccessType, DBRecoveryMode, Options, Rdict, WriteBatch, WriteOptions
 
-from node.kv import SPACES, Op, Put, check_key, check_ops
+from node.kv import SPACES, Delete, Op, Put, check_key, check_ops
 from policy.errors import StoreClosed, StoreCorrupt, StoreError, StoreLocked
 
 
@@ -151,11 +151,19 @@ class RocksKV:
     def commit(self, ops: Sequence[Op], *, sync: bool = True) -> None:
         if self._closed:
             raise StoreClosed(f"the store at {self.path} is closed")
-        check_ops(ops)
+        # Validated while the batch is built: nothing reaches the database unless every op is valid.
         wb = WriteBatch(raw_mode=True)
+        handles = self._handles
         for op in ops:
-            h = self._handles[op.space]
+            h = handles.get(op.space) if isinstance(op, (Put, Delete)) else None
+            if h is None:
+                check_ops([op])  # raises the precise error
+                raise StoreError(f"not a KV op: {op!r}")  # pragma: no cover - check_ops raised already
+            if type(op.key) is not bytes:
+                raise StoreError("KV keys and values are bytes")
             if isinstance(op, Put):
+                if type(op.value) is not bytes:
+                    raise StoreError("KV keys and values are bytes")
                 wb.put(op.key, op.value, h)
             else:
                 wb.delete(op.key, h)

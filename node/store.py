@@ -56,6 +56,7 @@ SCHEMA_VERSION: Final = 1
 RECORD_MAGIC: Final = b"R1"
 CANARY: Final = b"gaml-canary-v1"
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 1 << 20
+BLIND_CACHE_MAX: Final = 1 << 16
 
 OP_PUT: Final = b"P"
 OP_TOMBSTONE: Final = b"T"
@@ -176,6 +177,7 @@ class Store:
         self._live: dict[bytes, _Live] = {}
         self._by_name: dict[str, bytes] = {}
         self._pid_cache: dict[str, bytes] = {}
+        self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
         self.seq = 0
         self.rebuilt_indexes = 0
         self.replayed_events = 0
@@ -372,7 +374,13 @@ class Store:
         return asset
 
     def _blind(self, code: bytes, value: str) -> bytes:
-        return crypto.keyed_hash(self._blind_key, code + b"\x00" + value.encode())
+        key = code + b"\x00" + value.encode()
+        blind = self._blind_cache.get(key)
+        if blind is None:
+            if len(self._blind_cache) >= BLIND_CACHE_MAX:
+                self._blind_cache.clear()
+            blind = self._blind_cache[key] = crypto.keyed_hash(self._blind_key, key)
+        return blind
 
     def _index_keys(self, asset: Asset) -> set[bytes]:
         if asset.tombstone:
@@ -409,8 +417,7 @@ class Store:
 
     def sign(self, asset: Asset) -> Asset:
         """The asset signed by this node (``source_node`` set to this node's id)."""
-        unsigned = asset if asset.source_node == self.node_id else asset.evolve(source_node=self.node_id)
-        return unsigned.evolve(signature=self.identity.sign(unsigned.signing_bytes()))
+        return asset.signed_by(self.node_id, self.identity.sign)
 
     def verify(self, asset: Asset) -> None:
         """Raise :class:`BadSignature` unless the asset is signed by the node it names."""
@@ -526,9 +533,13 @@ class Store:
         return changed
 
     def _diff_ops(self, old: Asset | None, new: Asset) -> list[Op]:
+        if old is None:  # a new asset: nothing to remove, nothing to compare
+            fresh: list[Op] = [Put("index", k, b"") for k in self._index_keys(new)]
+            fresh += [Put("edges", k, b"") for k in self._edge_keys(new)]
+            return fresh
         ops: list[Op] = []
         for space, keys in (("index", self._index_keys), ("edges", self._edge_keys)):
-            before = keys(old) if old is not None else set()
+            before = keys(old)
             now = keys(new)
             ops.extend(Delete(space, k) for k in sorted(before - now))
             ops.extend(Put(space, k, b"") for k in sorted(now - before))
