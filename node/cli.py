@@ -86,8 +86,11 @@ def _open(args: argparse.Namespace) -> Node:
 
 
 def cmd_put(args: argparse.Namespace) -> None:
-    text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text()
     origin = "stdin" if args.file in (None, "-") else args.file
+    try:
+        text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidAsset(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     drafts = []
     for where, obj in _read_drafts(text, origin):
         try:
@@ -180,6 +183,16 @@ def cmd_stats(args: argparse.Namespace) -> None:
         print(f"{'partition':>16}: {name}  indexed={p['indexed']} pending={p['pending']} embedder={p['embedder']}")
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{n} is not positive")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gaml", description="GAML: an agentic memory node.")
     p.add_argument("--home", type=Path, default=None, help="the node's directory (default: $GAML_HOME or ~/.gaml)")
@@ -187,13 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("init", help="create a node: identity, keychain and an empty store")
     s.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="minilm (default, offline) or hash (fast)")
-    s.add_argument("--max-payload", type=int, default=1 << 20, help="largest payload in bytes (default 1 MiB)")
+    s.add_argument("--max-payload", type=_positive, default=1 << 20, help="largest payload in bytes (default 1 MiB)")
     s.set_defaults(func=cmd_init)
 
     s = sub.add_parser("put", help="store assets (JSON object, array or JSON Lines, proto JSON mapping)")
     s.add_argument("file", nargs="?", help="input file (default or '-': stdin)")
     s.add_argument("--owner", help="owner_id for assets that do not name one")
-    s.add_argument("--batch", type=int, default=256, help="assets per atomic batch (default 256)")
+    s.add_argument("--batch", type=_positive, default=256, help="assets per atomic batch (default 256)")
     s.set_defaults(func=cmd_put)
 
     s = sub.add_parser("get", help="print an asset as JSON (decrypted)")
@@ -208,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="nearest assets to a text, within what the principal may read")
     s.add_argument("text")
     s.add_argument("--as", dest="as_", required=True, metavar="PRINCIPAL", help="who asks: alice or alice@tenant1,t2")
-    s.add_argument("--k", type=int, default=10)
+    s.add_argument("--k", type=_positive, default=10, help="how many results (default 10)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 

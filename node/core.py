@@ -50,9 +50,12 @@ class Node:
         fields.setdefault("owner_id", "")
         fields.setdefault("created_at", now)
         fields.setdefault("updated_at", fields["created_at"])
-        if "id" not in fields:
-            fields["id"] = content_id(
-                fields["asset_type"], fields["owner_id"], fields.get("tenant_scope", ""), fields["payload"]
+        derived = content_id(
+            fields["asset_type"], fields["owner_id"], fields.get("tenant_scope", ""), fields["payload"]
+        )
+        if fields.setdefault("id", derived) != derived:
+            raise InvalidAsset(
+                f"id {fields['id']!r} is not this asset's content id ({derived}); ids are derived, leave it out"
             )
         asset = Asset(**fields)
         self.store.check_payload(asset)
@@ -75,7 +78,7 @@ class Node:
             asset = asset.evolve(
                 version=old.version + 1, created_at=old.created_at, updated_at=max(asset.updated_at, old.updated_at)
             )
-        part = self.store.ensure_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
+        part = self.store.planned_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
         return asset.evolve(encryption_key_ref=part.key_ref)
 
     def put(self, drafts: Sequence[Mapping[str, Any] | Asset], now: int) -> list[str]:

@@ -40,7 +40,10 @@ class HnswIndex:
         self.threads = threads
         self._params = {"m": m, "ef_construction": ef_construction, "seed": seed}
         self._index = hnswlib.Index(space="cosine", dim=dim)
-        self._index.init_index(max_elements=1024, ef_construction=ef_construction, M=m, random_seed=seed)
+        # Deleted elements' slots are reused by later inserts, so edits do not grow the index without bound.
+        self._index.init_index(
+            max_elements=1024, ef_construction=ef_construction, M=m, random_seed=seed, allow_replace_deleted=True
+        )
         self._label: dict[str, int] = {}
         self._id: dict[int, str] = {}
         self._next = 0
@@ -53,17 +56,18 @@ class HnswIndex:
         for id_ in ids:
             self.remove(id_)
         labels = np.arange(self._next, self._next + len(ids), dtype=np.uint64)
-        need = self._next + len(ids)
+        reusable = self._index.get_current_count() - len(self._label)  # deleted slots
+        need = self._index.get_current_count() + max(0, len(ids) - reusable)
         cap = self._index.get_max_elements()
         if need > cap:
             while cap < need:
                 cap *= 2
             self._index.resize_index(cap)
-        self._index.add_items(mat, labels, num_threads=self.threads)
+        self._index.add_items(mat, labels, num_threads=self.threads, replace_deleted=True)
         for id_, label in zip(ids, labels.tolist(), strict=True):
             self._label[id_] = label
             self._id[label] = id_
-        self._next = need
+        self._next += len(ids)
 
     def remove(self, id_: str) -> None:
         label = self._label.pop(id_, None)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -61,29 +63,33 @@ def read_config(home: Path) -> dict[str, Any]:
 def init_home(
     home: Path, unlock: Unlock, *, embedder: str = "minilm", max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> str:
-    """Create a node: identity and master secret in a new keychain, an empty store. Returns the node id."""
+    """Create a node: identity and master secret in a new keychain, an empty store. Returns the node id.
+
+    The home is built in a temporary sibling directory and renamed into place, so an interrupted init leaves no
+    half-made home behind (only a ``.HOME.init-*`` directory, which a later init ignores).
+    """
     if embedder not in EMBEDDERS:
         raise GamlError(f"unknown embedder {embedder!r}; choose one of {', '.join(EMBEDDERS)}")
-    if (home / "config.json").exists() or (home / "keychain.json").exists():
-        raise GamlError(f"{home} already holds a node; refusing to overwrite it")
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    entropy = crypto.SystemEntropy()
-    kc = FileKeychain.create(home / "keychain.json", unlock, entropy)
-    kc.put(NODE_IDENTITY_REF, entropy.random_bytes(32))
-    kc.put(NODE_MASTER_REF, entropy.random_bytes(32))
-    cfg = {"format": CONFIG_FORMAT, "embedder": embedder, "max_payload_bytes": max_payload_bytes}
-    write_atomic(home / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
-    identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
-    store = Store.open(
-        RocksKV(home / "db"),
-        FileBlobs(home / "index"),
-        kc,
-        identity,
-        _index_factory(),
-        entropy,
-        max_payload_bytes=max_payload_bytes,
-    )
-    store.close()
+    if max_payload_bytes <= 0:
+        raise GamlError("the payload limit must be a positive number of bytes")
+    if home.exists() and (not home.is_dir() or any(home.iterdir())):
+        raise GamlError(f"{home} already exists and is not empty; refusing to overwrite it")
+    home.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{home.name}.init-", dir=home.parent))
+    try:
+        entropy = crypto.SystemEntropy()
+        kc = FileKeychain.create(work / "keychain.json", unlock, entropy)
+        kc.put(NODE_IDENTITY_REF, entropy.random_bytes(32))
+        kc.put(NODE_MASTER_REF, entropy.random_bytes(32))
+        cfg = {"format": CONFIG_FORMAT, "embedder": embedder, "max_payload_bytes": max_payload_bytes}
+        write_atomic(work / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+        identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
+        kv = RocksKV(work / "db")
+        Store.open(kv, FileBlobs(work / "index"), kc, identity, _index_factory(), entropy).close()
+        os.rename(work, home)  # atomic; replaces an empty directory, refuses a non-empty one
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     return identity.public_key.hex()
 
 

@@ -1,17 +1,19 @@
 """The Cognitive Asset store: one node's durable, encrypted memory. Pure core over ``KV``, ``BlobStore``,
 ``Keychain``, ``VectorIndex`` and ``Entropy``.
 
-Layout (spaces are RocksDB column families; ids are 16 bytes, partition ids ``pid`` 16 opaque bytes):
+Layout (spaces are RocksDB column families). Asset ids are content hashes, so nothing on disk is keyed by them:
+``sid`` is the id under a keyed 16-byte permutation (:class:`policy.crypto.IdCipher`), and partition ids ``pid`` are
+keyed hashes of the partition's name.
 
 ===========  ==========================================  ===========================================================
 space        key                                         value
 ===========  ==========================================  ===========================================================
-assets       id                                          ``R1`` pid epoch(4) sealed(canonical asset)
-index        field(1) blind(value)(16) id                empty; ``blind`` is a keyed hash, so values stay secret
-index        ``T`` created_at(8) id                      empty (time range)
-edges        src rel(1) dst / dst rel|0x80 src           empty
-journal      seq(8)                                      op(1) id pid version(8)
-vectors      pid id                                      sealed(float32 vector)
+assets       sid                                         ``R1`` pid epoch(4) sealed(canonical asset)
+index        field(1) blind(value)(16) sid               empty; ``blind`` is a keyed hash, so values stay secret
+index        ``T`` created_at(8) sid                     empty (time range)
+edges        src rel(1) dst / dst rel|0x80 src (sids)    empty
+journal      seq(8)                                      op(1) sid pid version(8); op: put, tombstone, moved out
+vectors      pid sid                                     sealed(float32 unit vector)
 meta         name                                        sealed descriptors, the key canary
 ===========  ==========================================  ===========================================================
 
@@ -60,6 +62,7 @@ BLIND_CACHE_MAX: Final = 1 << 16
 
 OP_PUT: Final = b"P"
 OP_TOMBSTONE: Final = b"T"
+OP_MOVED_OUT: Final = b"M"  # an edit moved the asset to another partition: it leaves this one
 
 # Index field codes (one byte each) and the asset attribute they index.
 INDEX_FIELDS: Final[dict[str, bytes]] = {
@@ -132,17 +135,17 @@ class _Live:
     """The in-memory side of one partition: its key, index and the not-yet-indexed tail."""
 
     part: Partition
-    key: bytes
-    index: VectorIndex
-    pending: dict[str, np.ndarray]
-    covered_seq: int
+    key: bytes = dataclasses.field(repr=False)
+    index: VectorIndex = dataclasses.field(repr=False)
+    pending: dict[str, np.ndarray] = dataclasses.field(repr=False)
+    covered_seq: int = 0
     dirty: bool = False
 
 
-def _id_bytes(id_: str) -> bytes:
+def _check_id(id_: str) -> str:
     if not isinstance(id_, str) or not ID_RE.match(id_):
         raise InvalidAsset(f"not an asset id: {id_!r}")
-    return bytes.fromhex(id_)
+    return id_
 
 
 class Store:
@@ -174,6 +177,7 @@ class Store:
         self._meta_key = crypto.derive_key(master, crypto.META_KEY_TAG)
         self._blind_key = crypto.derive_key(master, crypto.BLIND_INDEX_TAG)
         self._pid_key = crypto.derive_key(master, crypto.PARTITION_ID_TAG)
+        self._ids = crypto.IdCipher(crypto.derive_key(master, crypto.STORAGE_ID_TAG))
         self._live: dict[bytes, _Live] = {}
         self._by_name: dict[str, bytes] = {}
         self._pid_cache: dict[str, bytes] = {}
@@ -244,26 +248,47 @@ class Store:
     def _snapshot_name(self, pid: bytes) -> str:
         return f"index-{pid.hex()}.snap"
 
+    def sid(self, id_: str) -> bytes:
+        """The storage key of an asset id."""
+        return self._ids.encrypt(bytes.fromhex(id_))
+
+    def id_of(self, sid: bytes) -> str:
+        return self._ids.decrypt(sid).hex()
+
+    def _journal_digest(self, seq: int) -> str:
+        """A digest of the journal entry at ``seq``, so a snapshot can tell its own journal from a restored one."""
+        if seq == 0:
+            return ""
+        event = self.kv.load("journal", pack(seq))
+        return "" if event is None else crypto.keyed_hash(self._meta_key, pack(seq) + event).hex()
+
+    def _load_snapshot(self, live: _Live) -> bool:
+        pid = live.part.pid
+        blob = self.blobs.read(self._snapshot_name(pid))
+        if blob is None:
+            return False
+        try:
+            raw = crypto.open_sealed(live.key, blob, b"index:" + pid + struct.pack(">I", live.part.epoch))
+            (hl,) = struct.unpack(">I", raw[:4])
+            head = json.loads(raw[4 : 4 + hl])
+            seq = int(head["seq"])
+            if head["embedder"] != live.part.embedder or head["dim"] != live.part.dim:
+                return False
+            # A snapshot newer than the journal, or made over another journal (a database restored from a copy),
+            # would hide writes from search: such a snapshot is stale, and the index is rebuilt.
+            if seq > self.seq or head["journal"] != self._journal_digest(seq):
+                return False
+            live.index = self.index_factory.load(raw[4 + hl :])
+            live.covered_seq = seq
+            return True
+        except (GamlError, ValueError, KeyError, TypeError, struct.error):
+            return False
+
     def _recover_indexes(self) -> None:
-        """Load each partition's sealed snapshot; rebuild missing or corrupt ones; replay the journal past them."""
-        for pid, live in self._live.items():
-            blob = self.blobs.read(self._snapshot_name(pid))
-            loaded = False
-            if blob is not None:
-                try:
-                    raw = crypto.open_sealed(live.key, blob, b"index:" + pid + struct.pack(">I", live.part.epoch))
-                    (hl,) = struct.unpack(">I", raw[:4])
-                    head = json.loads(raw[4 : 4 + hl])
-                    if head["embedder"] != live.part.embedder or head["dim"] != live.part.dim:
-                        raise StoreCorrupt("snapshot embedder does not match its partition")
-                    live.index = self.index_factory.load(raw[4 + hl :])
-                    live.covered_seq = int(head["seq"])
-                    loaded = True
-                except (GamlError, ValueError, KeyError, struct.error):
-                    loaded = False
-            if not loaded:
+        """Load sealed snapshots; rebuild missing, corrupt or stale ones; replay the journal past them."""
+        for live in self._live.values():
+            if not self._load_snapshot(live):
                 live.index = self.index_factory.new(live.part.dim)
-                live.covered_seq = 0
                 live.pending = dict(self._scan_vectors(live))
                 live.covered_seq = self.seq
                 live.dirty = True
@@ -271,17 +296,17 @@ class Store:
         start = min((lv.covered_seq for lv in self._live.values()), default=self.seq)
         for key, event in self.kv.load_range("journal", pack(start + 1)):
             seq = struct.unpack(">Q", key)[0]
-            op, idb, pid = event[:1], event[1:17], event[17:33]
+            op, sid, pid = event[:1], event[1:17], event[17:33]
             owner = self._live.get(pid)
             if owner is None or seq <= owner.covered_seq:
                 continue
             self.replayed_events += 1
-            id_ = idb.hex()
+            id_ = self.id_of(sid)
             owner.index.remove(id_)
             owner.pending.pop(id_, None)
             owner.dirty = True
             if op == OP_PUT:
-                vec = self._load_vector(owner, idb)
+                vec = self._load_vector(owner, sid)
                 if vec is not None:
                     owner.pending[id_] = vec
 
@@ -290,19 +315,20 @@ class Store:
         for key, _ in self.kv.load_range("vectors", pid, prefix_end(pid)):
             vec = self._load_vector(live, key[16:32])
             if vec is not None:
-                yield key[16:32].hex(), vec
+                yield self.id_of(key[16:32]), vec
 
-    def _load_vector(self, live: _Live, idb: bytes) -> np.ndarray | None:
-        blob = self.kv.load("vectors", live.part.pid + idb)
+    def _load_vector(self, live: _Live, sid: bytes) -> np.ndarray | None:
+        blob = self.kv.load("vectors", live.part.pid + sid)
         if blob is None:
             return None
-        raw = crypto.open_sealed(live.key, blob, self._vector_aad(live.part, idb))
+        id_ = self.id_of(sid)
+        try:
+            raw = crypto.open_sealed(live.key, blob, self._vector_aad(live.part, bytes.fromhex(id_)))
+        except DecryptionFailed as e:
+            raise StoreCorrupt(f"the vector of asset {id_} does not open (altered bytes or wrong key)") from e
         return np.frombuffer(raw, dtype=np.float32).copy()
 
     # -- partitions ------------------------------------------------------------------------------------------------
-
-    def partition_ref(self, asset: Asset) -> PartitionRef:
-        return partition_of(asset)
 
     def pid_of(self, ref: PartitionRef) -> bytes:
         pid = self._pid_cache.get(ref.name)
@@ -310,33 +336,43 @@ class Store:
             pid = self._pid_cache[ref.name] = crypto.keyed_hash(self._pid_key, ref.name.encode())
         return pid
 
-    def ensure_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
-        """The partition for ``ref``, created (with a fresh key, stored in the keychain first) if it is new."""
+    def planned_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
+        """The partition an asset of ``ref`` goes to: the existing one, or the one a write would create. No effects.
+
+        Raises :class:`IndexMismatch` for vectors another embedder made, or a dimension that is not positive.
+        """
+        if dim <= 0:
+            raise IndexMismatch(f"a vector dimension must be positive, got {dim}")
         pid = self.pid_of(ref)
         live = self._live.get(pid)
-        if live is not None:
-            if (live.part.embedder, live.part.dim) != (embedder, dim):
-                raise IndexMismatch(
-                    f"partition {ref.name} is indexed with {live.part.embedder} ({live.part.dim} dims); "
-                    f"got vectors from {embedder} ({dim} dims). Open the node with its own embedder."
-                )
-            return live.part
-        part = Partition(pid, ref, 1, embedder, dim)
-        key = self.entropy.random_bytes(crypto.KEY_BYTES)
-        self.keychain.put(part.key_ref, key)  # durable before anything is sealed under it
-        name = b"partition/" + pid
+        if live is None:
+            return Partition(pid, ref, 1, embedder, dim)
+        if (live.part.embedder, live.part.dim) != (embedder, dim):
+            raise IndexMismatch(
+                f"partition {ref.name} is indexed with {live.part.embedder} ({live.part.dim} dims); "
+                f"got vectors from {embedder} ({dim} dims). Open the node with its own embedder."
+            )
+        return live.part
+
+    def ensure_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
+        """The partition for ``ref``, created if it is new: its key goes to the keychain before anything uses it."""
+        part = self.planned_partition(ref, embedder, dim)
+        if part.pid in self._live:
+            return part
+        index = self.index_factory.new(dim)  # fails before any effect if the factory refuses the dimension
+        try:
+            key = self.keychain.get(part.key_ref)  # left by a creation that failed after storing its key: reuse it
+        except KeychainError:
+            key = self.entropy.random_bytes(crypto.KEY_BYTES)
+            self.keychain.put(part.key_ref, key)  # durable before anything is sealed under it
+        name = b"partition/" + part.pid
         self.kv.commit([Put("meta", name, self._seal_meta(name, part.to_json()))])
-        self._live[pid] = _Live(part, key, self.index_factory.new(dim), {}, self.seq)
-        self._by_name[ref.name] = pid
+        self._live[part.pid] = _Live(part, key, index, {}, self.seq)
+        self._by_name[ref.name] = part.pid
         return part
 
     def partitions(self) -> list[Partition]:
         return sorted((lv.part for lv in self._live.values()), key=lambda p: p.ref.name)
-
-    def key_ref(self, ref: PartitionRef) -> str:
-        """The key reference an asset of ``ref`` is sealed under (empty if the partition does not exist yet)."""
-        live = self._live.get(self.pid_of(ref))
-        return live.part.key_ref if live else ""
 
     # -- records ---------------------------------------------------------------------------------------------------
 
@@ -349,14 +385,15 @@ class Store:
         return b"vector:" + part.pid + idb + struct.pack(">I", part.epoch) + part.embedder.encode()
 
     def _seal_record(self, asset: Asset, live: _Live) -> bytes:
-        idb = bytes.fromhex(asset.id)
+        idb = bytes.fromhex(asset.id)  # the AAD binds the id itself; the storage key is its permutation
         epoch = struct.pack(">I", live.part.epoch)
         sealed = crypto.seal(
             live.key, asset.canonical_bytes(), self._asset_aad(idb, live.part.pid, live.part.epoch), self.entropy
         )
         return RECORD_MAGIC + live.part.pid + epoch + sealed
 
-    def _open_record(self, idb: bytes, blob: bytes) -> Asset:
+    def _open_record(self, sid: bytes, blob: bytes) -> Asset:
+        idb = self._ids.decrypt(sid)
         if blob[:2] != RECORD_MAGIC or len(blob) < 22:
             raise StoreCorrupt(f"asset {idb.hex()}: unknown record format")
         pid, (epoch,) = blob[2:18], struct.unpack(">I", blob[18:22])
@@ -385,7 +422,7 @@ class Store:
     def _index_keys(self, asset: Asset) -> set[bytes]:
         if asset.tombstone:
             return set()
-        idb = bytes.fromhex(asset.id)
+        sid = self.sid(asset.id)
         values: list[tuple[str, str]] = [
             ("type", asset.asset_type.value),
             ("scope", asset.privacy_scope.value),
@@ -396,19 +433,18 @@ class Store:
             *(("entity", e) for e in asset.entities),
             *(("tag", t) for t in asset.tags),
         ]
-        keys = {INDEX_FIELDS[f] + self._blind(INDEX_FIELDS[f], v) + idb for f, v in values if v}
-        keys.add(TIME_FIELD + pack(asset.created_at) + idb)
+        keys = {INDEX_FIELDS[f] + self._blind(INDEX_FIELDS[f], v) + sid for f, v in values if v}
+        keys.add(TIME_FIELD + pack(asset.created_at) + sid)
         return keys
 
-    @staticmethod
-    def _edge_keys(asset: Asset) -> set[bytes]:
+    def _edge_keys(self, asset: Asset) -> set[bytes]:
         if asset.tombstone:
             return set()
-        src = bytes.fromhex(asset.id)
+        src = self.sid(asset.id)
         keys = set()
         for name, code in EDGE_CODES.items():
             for target in getattr(asset, name):
-                dst = bytes.fromhex(target)
+                dst = self.sid(target)
                 keys.add(src + bytes([code]) + dst)
                 keys.add(dst + bytes([code | 0x80]) + src)
         return keys
@@ -450,71 +486,63 @@ class Store:
 
         Assets from elsewhere arrive signed and are verified here, at the store's entry. With ``sign=True`` the
         assets are this node's own writes: the store signs them (as this node) instead, and there is nothing to
-        verify. Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
+        verify. Vectors must be finite; they are stored normalized (a zero vector means "no vector").
+        Everything is checked before anything is written (a new partition included).
+        Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
         """
         if len(assets) != len(vectors):
             raise InvalidAsset("one vector (or None) per asset")
         for a in assets:
             if not isinstance(a, Asset):
                 raise InvalidAsset(f"not an Asset: {type(a).__name__}")
-        if sign:
-            assets = [self.sign(a) for a in assets]
         ids = [a.id for a in assets]
         if len(set(ids)) != len(ids):
             raise InvalidAsset("the same asset id appears twice in one batch")
-        for a, v in zip(assets, vectors, strict=True):
+        if sign:
+            assets = [self.sign(a) for a in assets]
+        units = [self._unit(a, v, dim) for a, v in zip(assets, vectors, strict=True)]
+        for a in assets:
             if a.tombstone:
                 raise InvalidAsset(f"asset {a.id}: tombstones are written by delete, not put")
             self.check_payload(a)
             if not sign:
                 self.verify(a)
-            if v is not None and np.asarray(v).shape != (dim,):
-                raise IndexMismatch(f"asset {a.id}: vector of shape {np.asarray(v).shape}, expected ({dim},)")
-        olds = self._load_existing([bytes.fromhex(i) for i in ids])
+        sids = [self.sid(i) for i in ids]
+        olds = self._load_existing(sids)
         for a, old in zip(assets, olds, strict=True):
-            if old is None:
-                continue
-            if old.tombstone:
-                raise Deleted(f"asset {a.id} was deleted; a deleted id is not reused")
-            if old.signing_bytes() != a.signing_bytes() and a.version <= old.version:
-                raise InvalidAsset(
-                    f"asset {a.id}: an edit must advance the version (stored {old.version}, got {a.version})"
-                )
-        parts = [self.ensure_partition(partition_of(a), embedder, dim) for a in assets]
+            if old is not None:
+                self._check_edit(old, a)
+        parts = [self.planned_partition(partition_of(a), embedder, dim) for a in assets]
+        # Everything is valid: now (and only now) create the partitions this batch needs.
+        parts = [self.ensure_partition(p.ref, embedder, dim) for p in parts]
 
         ops: list[Op] = []
         changed: list[bool] = []
         after: list[tuple[_Live, str, np.ndarray | None, _Live | None]] = []
         seq = self.seq
-        for a, v, old, part in zip(assets, vectors, olds, parts, strict=True):
+        for a, sid, vec, old, part in zip(assets, sids, units, olds, parts, strict=True):
             if old is not None and old.signing_bytes() == a.signing_bytes():
                 changed.append(False)
                 continue
             changed.append(True)
             live = self._live[part.pid]
-            idb = bytes.fromhex(a.id)
             old_live = None
             if old is not None:
                 old_pid = self.pid_of(partition_of(old))
-                if old_pid != part.pid:
+                if old_pid != part.pid:  # the edit moves the asset: it leaves the old partition, in the journal too
                     old_live = self._live[old_pid]
-                    ops.append(Delete("vectors", old_pid + idb))
+                    seq += 1
+                    ops.append(Delete("vectors", old_pid + sid))
+                    ops.append(Put("journal", pack(seq), OP_MOVED_OUT + sid + old_pid + pack(a.version)))
             ops.extend(self._diff_ops(old, a))
-            ops.append(Put("assets", idb, self._seal_record(a, live)))
-            vec = None if v is None else np.asarray(v, dtype=np.float32)
-            if vec is not None and float(np.linalg.norm(vec)) > 0:
-                ops.append(
-                    Put(
-                        "vectors",
-                        part.pid + idb,
-                        crypto.seal(live.key, vec.tobytes(), self._vector_aad(part, idb), self.entropy),
-                    )
-                )
-            else:
-                vec = None
-                ops.append(Delete("vectors", part.pid + idb))
+            ops.append(Put("assets", sid, self._seal_record(a, live)))
+            if vec is not None:
+                aad = self._vector_aad(part, bytes.fromhex(a.id))
+                ops.append(Put("vectors", part.pid + sid, crypto.seal(live.key, vec.tobytes(), aad, self.entropy)))
+            elif old is not None:
+                ops.append(Delete("vectors", part.pid + sid))
             seq += 1
-            ops.append(Put("journal", pack(seq), OP_PUT + idb + part.pid + pack(a.version)))
+            ops.append(Put("journal", pack(seq), OP_PUT + sid + part.pid + pack(a.version)))
             after.append((live, a.id, vec, old_live))
         if not ops:
             return changed
@@ -532,27 +560,55 @@ class Store:
             live.dirty = True
         return changed
 
+    @staticmethod
+    def _unit(asset: Asset, vector: np.ndarray | None, dim: int) -> np.ndarray | None:
+        """The asset's vector as a finite float32 unit vector (None when there is none or it is zero)."""
+        if vector is None:
+            return None
+        v = np.asarray(vector, dtype=np.float32)
+        if v.shape != (dim,):
+            raise IndexMismatch(f"asset {asset.id}: vector of shape {v.shape}, expected ({dim},)")
+        if not np.all(np.isfinite(v)):
+            raise IndexMismatch(f"asset {asset.id}: the vector has non-finite values")
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            return None
+        return v if abs(norm - 1.0) < 1e-4 else (v / norm).astype(np.float32)
+
+    @staticmethod
+    def _check_edit(old: Asset, new: Asset) -> None:
+        """An asset stored under an existing id must be an edit of it: same owner and tenant, a newer version."""
+        if old.tombstone:
+            raise Deleted(f"asset {new.id} was deleted; a deleted id is not reused")
+        if old.signing_bytes() == new.signing_bytes():
+            return
+        if (old.owner_id, old.tenant_scope, old.asset_type) != (new.owner_id, new.tenant_scope, new.asset_type):
+            raise InvalidAsset(
+                f"asset {new.id} belongs to owner {old.owner_id!r} (tenant {old.tenant_scope!r}, type "
+                f"{old.asset_type.value}); an edit cannot change its owner, tenant or type"
+            )
+        if new.version <= old.version:
+            raise InvalidAsset(
+                f"asset {new.id}: an edit must advance the version (stored {old.version}, got {new.version})"
+            )
+
     def _diff_ops(self, old: Asset | None, new: Asset) -> list[Op]:
-        if old is None:  # a new asset: nothing to remove, nothing to compare
-            fresh: list[Op] = [Put("index", k, b"") for k in self._index_keys(new)]
-            fresh += [Put("edges", k, b"") for k in self._edge_keys(new)]
-            return fresh
         ops: list[Op] = []
         for space, keys in (("index", self._index_keys), ("edges", self._edge_keys)):
-            before = keys(old)
+            before = keys(old) if old is not None else set()
             now = keys(new)
             ops.extend(Delete(space, k) for k in sorted(before - now))
-            ops.extend(Put(space, k, b"") for k in sorted(now - before))
+            ops.extend(Put(space, k, b"") for k in sorted(now - before))  # sorted: the same ops on every run
         return ops
 
-    def _load_existing(self, idbs: Sequence[bytes]) -> list[Asset | None]:
-        blobs = self.kv.load_many("assets", idbs)
-        return [None if b is None else self._open_record(i, b) for i, b in zip(idbs, blobs, strict=True)]
+    def _load_existing(self, sids: Sequence[bytes]) -> list[Asset | None]:
+        blobs = self.kv.load_many("assets", sids)
+        return [None if b is None else self._open_record(i, b) for i, b in zip(sids, blobs, strict=True)]
 
     def delete(self, id_: str, now: int) -> Asset:
         """Tombstone an asset: its payload, vector, index entries and edges go; a signed tombstone stays."""
-        idb = _id_bytes(id_)
-        (old,) = self._load_existing([idb])
+        sid = self.sid(_check_id(id_))
+        (old,) = self._load_existing([sid])
         if old is None:
             raise NotFound(f"no asset {id_}")
         if old.tombstone:
@@ -581,9 +637,9 @@ class Store:
         seq = self.seq + 1
         ops = self._diff_ops(old, tomb)
         ops += [
-            Put("assets", idb, self._seal_record(tomb, live)),
-            Delete("vectors", pid + idb),
-            Put("journal", pack(seq), OP_TOMBSTONE + idb + pid + pack(tomb.version)),
+            Put("assets", sid, self._seal_record(tomb, live)),
+            Delete("vectors", pid + sid),
+            Put("journal", pack(seq), OP_TOMBSTONE + sid + pid + pack(tomb.version)),
         ]
         self.kv.commit(ops)
         self.seq = seq
@@ -595,18 +651,18 @@ class Store:
     # -- reads -----------------------------------------------------------------------------------------------------
 
     def get(self, id_: str, *, include_deleted: bool = False) -> Asset:
-        idb = _id_bytes(id_)
-        blob = self.kv.load("assets", idb)
+        sid = self.sid(_check_id(id_))
+        blob = self.kv.load("assets", sid)
         if blob is None:
             raise NotFound(f"no asset {id_}")
-        asset = self._open_record(idb, blob)
+        asset = self._open_record(sid, blob)
         if asset.tombstone and not include_deleted:
             raise Deleted(f"asset {id_} was deleted")
         return asset
 
     def get_many(self, ids: Sequence[str]) -> list[Asset | None]:
         """The live assets for ``ids`` in order (None for missing or deleted ones)."""
-        found = self._load_existing([_id_bytes(i) for i in ids])
+        found = self._load_existing([self.sid(_check_id(i)) for i in ids])
         return [a if a is not None and not a.tombstone else None for a in found]
 
     def list_ids(self, field: str, value: str, *, limit: int | None = None) -> list[str]:
@@ -615,50 +671,57 @@ class Store:
         if code is None:
             raise InvalidAsset(f"cannot list by {field!r}; fields are {', '.join(INDEX_FIELDS)} and time")
         prefix = code + self._blind(code, value)
-        return [k[17:].hex() for k, _ in self.kv.load_range("index", prefix, prefix_end(prefix), limit=limit)]
+        return [self.id_of(k[17:]) for k, _ in self.kv.load_range("index", prefix, prefix_end(prefix), limit=limit)]
 
     def list_time(self, start: int, end: int, *, limit: int | None = None) -> list[str]:
         """Ids of live assets created in ``[start, end)`` (microseconds), oldest first."""
         lo, hi = TIME_FIELD + pack(start), TIME_FIELD + pack(end)
-        return [k[9:].hex() for k, _ in self.kv.load_range("index", lo, hi, limit=limit)]
+        return [self.id_of(k[9:]) for k, _ in self.kv.load_range("index", lo, hi, limit=limit)]
 
     def edges(self, id_: str, *, reverse: bool = False) -> list[tuple[str, str]]:
         """(relation, other id) pairs: outgoing edges, or with ``reverse`` the incoming ones."""
-        idb = _id_bytes(id_)
+        sid = self.sid(_check_id(id_))
         names = {code: name for name, code in EDGE_CODES.items()}
         out = []
-        for k, _ in self.kv.load_range("edges", idb, prefix_end(idb)):
+        for k, _ in self.kv.load_range("edges", sid, prefix_end(sid)):
             code = k[16]
             if bool(code & 0x80) == reverse:
-                out.append((names[code & 0x7F], k[17:].hex()))
-        return out
+                out.append((names[code & 0x7F], self.id_of(k[17:])))
+        return sorted(out)
 
     def search(self, vector: np.ndarray, partitions: Iterable[PartitionRef], k: int = 10) -> list[Hit]:
         """The ``k`` nearest live assets to ``vector`` within ``partitions`` only, best first.
 
         Partitions are chosen by the caller's authorization *before* this call; no other partition's index or tail
-        is touched.
+        is touched, and a hit is returned only if the asset still lives in the partition that produced it.
         """
         if k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32)
-        cands: dict[str, tuple[float, str, str]] = {}
+        cands: dict[str, tuple[float, bytes, str]] = {}
         for ref in partitions:
-            live = self._live.get(self.pid_of(ref))
+            pid = self.pid_of(ref)
+            live = self._live.get(pid)
             if live is None:
                 continue
             if q.shape != (live.part.dim,):
                 raise IndexMismatch(f"query of shape {q.shape} against {ref.name} ({live.part.dim} dims)")
             for id_, score in live.index.search(q, k):
-                cands[id_] = (score, ref.name, "index")
+                cands[id_] = (score, pid, "index")
             if live.pending:
                 ids = list(live.pending)
                 mat = np.stack([live.pending[i] for i in ids])
                 for id_, score in top_k(ids, mat @ q, k):
-                    cands[id_] = (score, ref.name, "tail")
+                    cands[id_] = (score, pid, "tail")
         ranked = top_k(list(cands), np.array([c[0] for c in cands.values()], dtype=np.float32), k)
         assets = self.get_many([i for i, _ in ranked])
-        return [Hit(a, s, cands[i][1], cands[i][2]) for (i, s), a in zip(ranked, assets, strict=True) if a is not None]
+        hits = []
+        for (id_, score), asset in zip(ranked, assets, strict=True):
+            _, pid, path = cands[id_]
+            if asset is None or self.pid_of(partition_of(asset)) != pid:
+                continue  # deleted, or moved out of the partition this index answered for
+            hits.append(Hit(asset, score, self._live[pid].part.ref.name, path))
+        return hits
 
     # -- index maintenance -----------------------------------------------------------------------------------------
 
@@ -689,7 +752,13 @@ class Store:
             if not live.dirty:
                 continue
             head = json.dumps(
-                {"seq": self.seq, "embedder": live.part.embedder, "dim": live.part.dim, "count": len(live.index)}
+                {
+                    "seq": self.seq,
+                    "journal": self._journal_digest(self.seq),
+                    "embedder": live.part.embedder,
+                    "dim": live.part.dim,
+                    "count": len(live.index),
+                }
             ).encode()
             raw = struct.pack(">I", len(head)) + head + live.index.dump()
             aad = b"index:" + pid + struct.pack(">I", live.part.epoch)

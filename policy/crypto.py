@@ -22,6 +22,7 @@ import nacl.exceptions
 import nacl.pwhash
 import nacl.signing
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from policy.errors import BadSignature, DecryptionFailed, GamlError
@@ -36,6 +37,7 @@ SEAL_OVERHEAD: Final = 1 + NONCE_BYTES + TAG_BYTES
 META_KEY_TAG: Final = b"gaml_meta_key_v1"
 BLIND_INDEX_TAG: Final = b"gaml_blind_index_v1"
 PARTITION_ID_TAG: Final = b"gaml_partition_id_v1"
+STORAGE_ID_TAG: Final = b"gaml_storage_id_v1"
 KEYCHAIN_AAD: Final = b"gaml_keychain_v1"
 
 ARGON2_OPSLIMIT: Final = nacl.pwhash.argon2id.OPSLIMIT_INTERACTIVE
@@ -144,3 +146,34 @@ def passphrase_key(
     if len(salt) != ARGON2_SALT_BYTES:
         raise GamlError(f"an Argon2id salt is {ARGON2_SALT_BYTES} bytes")
     return bytes(nacl.pwhash.argon2id.kdf(KEY_BYTES, passphrase, salt, opslimit=opslimit, memlimit=memlimit))
+
+
+class IdCipher:
+    """A keyed permutation of 16-byte ids (AES-256 on exactly one block), for storage keys.
+
+    Asset ids are hashes of content, so a store keyed by them would let anyone holding its files confirm a guess
+    ("is the fact X stored here?"). Storage keys are these permuted ids instead: without the key they are random
+    16-byte strings; with it they map back to the id, so indexes need not store the id in the clear.
+    """
+
+    __slots__ = ("_dec", "_enc")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) != KEY_BYTES:
+            raise GamlError("an id cipher key is 32 bytes")
+        cipher = Cipher(algorithms.AES(key), modes.ECB())  # one block per call: a pseudorandom permutation
+        self._enc = cipher.encryptor()
+        self._dec = cipher.decryptor()
+
+    def encrypt(self, block: bytes) -> bytes:
+        if len(block) != 16:
+            raise GamlError("ids are 16 bytes")
+        return self._enc.update(block)
+
+    def decrypt(self, block: bytes) -> bytes:
+        if len(block) != 16:
+            raise GamlError("storage ids are 16 bytes")
+        return self._dec.update(block)
+
+    def __repr__(self) -> str:
+        return "IdCipher(…)"

@@ -151,3 +151,38 @@ def test_delete_then_get(home: Path, capsys: pytest.CaptureFixture[str], monkeyp
     assert code == 1 and "deleted" in err
     code, out, _ = run(capsys, "--home", str(home), "get", id_, "--include-deleted")
     assert code == 0 and json.loads(out)["tombstone"] is True
+
+
+def test_bad_options_and_non_utf8_input_are_clear_errors(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A non-positive --batch or --k is a usage error; a non-UTF-8 file is refused by name; nothing is stored."""
+    for argv in (["put", "--batch", "0"], ["put", "--batch", "-1"], ["search", "x", "--as", "a", "--k", "0"]):
+        code, _, err = run(capsys, "--home", str(home), *argv)
+        assert code == 2 and "not positive" in err
+    f = tmp_path / "latin1.json"
+    f.write_bytes('{"asset_type": "fact", "payload": {"text": "café"}, "owner_id": "a"}'.encode("latin-1"))
+    code, _, err = run(capsys, "--home", str(home), "put", str(f))
+    assert code == 2 and "not UTF-8" in err
+    _, out, _ = run(capsys, "--home", str(home), "stats", "--json")
+    assert json.loads(out)["journal_seq"] == 0
+
+
+def test_init_is_all_or_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An init that fails midway leaves no home behind, so the same init can simply be run again."""
+    monkeypatch.setenv("GAML_PASSPHRASE", "p")
+    home = tmp_path / "h"
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("node.home.write_atomic", boom)
+    code, _, err = run(capsys, "--home", str(home), "init", "--embedder", "hash")
+    assert code == 3 and "No space left" in err
+    assert not home.exists() and list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("GAML_PASSPHRASE", "p")
+    code, out, _ = run(capsys, "--home", str(home), "init", "--embedder", "hash")
+    assert code == 0 and json.loads(out)["node_id"]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from node.core import Node
-from node.kv import MemoryKV
+from node.kv import MemoryKV, Put
 from policy import crypto
 from policy.errors import (
     BadSignature,
@@ -23,6 +28,8 @@ from policy.errors import (
 from policy.model import Asset
 from policy.partitions import PartitionRef, Principal
 from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def signed(node: Node, draft: dict[str, Any]) -> Asset:
@@ -141,7 +148,7 @@ def test_delete_leaves_a_signed_tombstone(world: World) -> None:
     assert node.store.get(a, include_deleted=True).tombstone
     assert node.store.list_ids("entity", "X") == []
     assert all(h.asset.id != a for h in node.search("secret plan", Principal("alice")))
-    assert world.kv is not None and not [k for k, _ in world.kv.load_range("vectors") if k.endswith(bytes.fromhex(a))]
+    assert world.kv is not None and not [k for k, _ in world.kv.load_range("vectors") if k.endswith(node.store.sid(a))]
     assert node.store.edges(b) == [("derived_from", a)]  # the survivor still names its source
     with pytest.raises(Deleted):
         node.put([fact("secret plan", entities=["X"])], NOW + 2)
@@ -281,7 +288,7 @@ def test_altered_record_is_reported_not_returned() -> None:
     (id_,) = node.put([fact("precious")], NOW)
     kv = w.kv
     assert isinstance(kv, MemoryKV)
-    key = bytes.fromhex(id_)
+    key = node.store.sid(id_)
     blob = bytearray(kv._data["assets"][key])
     blob[-1] ^= 1
     kv._data["assets"][key] = bytes(blob)
@@ -334,3 +341,159 @@ def test_partition_refs_round_trip() -> None:
     ref = PartitionRef.parse("tenant_private|tenant:acme")
     assert ref.name == "tenant_private|tenant:acme"
     assert ref.scope.value == "tenant_private" and ref.boundary == "tenant:acme"
+
+
+def test_an_edit_that_moves_partitions_leaves_the_old_one_even_after_a_crash(world: World) -> None:
+    """Narrowing an asset's scope removes it from the old partition's search, also when replayed after a crash."""
+    node = world.open_node()
+    shared = {
+        "asset_type": "fact",
+        "payload": {"text": "alice salary is 200k"},
+        "owner_id": "alice",
+        "privacy_scope": "shared",
+        "tenant_scope": "acme",
+    }
+    (id_,) = node.put([shared], NOW)
+    node.checkpoint()  # the shared partition's snapshot now holds the id
+    node.put([{**shared, "privacy_scope": "user_private"}], NOW + 1)
+    assert world.kv is not None
+    world.kv.close()  # crash: no checkpoint
+    node = world.open_node()
+    for _ in range(2):
+        assert [h.asset.id for h in node.search("alice salary", Principal.parse("bob@acme"), 5)] == []
+        assert [h.asset.id for h in node.search("alice salary", Principal("alice"), 5)] == [id_]
+        node.close()  # and after a clean close and reopen too
+        node = world.open_node()
+
+
+def test_a_failed_partition_creation_can_be_retried() -> None:
+    """If the commit that records a new partition fails after its key was stored, a later write reuses the key."""
+    w = memory_world()
+    node = w.open_node()
+    assert isinstance(w.kv, MemoryKV)
+    real_commit = w.kv.commit
+    failures = [1]
+
+    def flaky(ops: Any, *, sync: bool = True) -> None:
+        if failures and any(op.space == "meta" for op in ops):
+            failures.pop()
+            raise StoreCorrupt("simulated I/O failure")
+        real_commit(ops, sync=sync)
+
+    w.kv.commit = flaky  # type: ignore[method-assign]
+    with pytest.raises(StoreCorrupt):
+        node.put([fact("first")], NOW)
+    (id_,) = node.put([fact("first")], NOW)
+    w.kv.close()
+    assert w.open_node().get(id_).payload == {"text": "first"}
+
+
+def test_refused_batches_create_no_partition_and_no_key(world: World) -> None:
+    """A batch refused for any reason leaves keychain and store untouched, even when it needed a new partition."""
+    node = world.open_node()
+    refs, before = world.keychain.refs(), snapshot(world)
+    for bad in ([fact("dup"), fact("dup")], [fact("x"), {**fact("y"), "payload": {"t": "z" * 5000}}]):
+        with pytest.raises(InvalidAsset):
+            node.put(bad, NOW)
+    with pytest.raises(IndexMismatch):
+        node.store.put_many([node.prepare(node.build(fact("a"), NOW))], [None], "e", 0, sign=True)
+    assert world.keychain.refs() == refs and snapshot(world) == before
+    assert world.kv is not None
+    world.kv.close()
+    world.open_node()  # still opens
+
+
+def test_vectors_must_be_finite_and_are_stored_as_unit_vectors(world: World) -> None:
+    """A vector with inf or nan is refused; a scaled one is normalized, so it cannot outrank others by its length."""
+    node = world.open_node()
+    dim = node.embedder.dim
+    a = node.prepare(node.build(fact("a"), NOW))
+    bad = np.ones(dim, dtype=np.float32)
+    bad[3] = np.inf
+    with pytest.raises(IndexMismatch, match="non-finite"):
+        node.store.put_many([a], [bad], node.embedder.id, dim, sign=True)
+    big = np.zeros(dim, dtype=np.float32)
+    big[0] = 1000.0
+    node.store.put_many([a], [big], node.embedder.id, dim, sign=True)
+    q = np.zeros(dim, dtype=np.float32)
+    q[0] = 1.0
+    (hit,) = node.store.search(q, [PartitionRef.parse("user_private|owner:alice")], 1)
+    assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_chosen_id_or_an_owner_change_is_refused(world: World) -> None:
+    """A draft cannot name another asset's id, and an edit cannot take an asset from its owner or tenant."""
+    node = world.open_node()
+    (bobs,) = node.put([fact("bob's note", owner="bob")], NOW)
+    with pytest.raises(InvalidAsset, match="content id"):
+        node.put([{**fact("mallory text", owner="mallory", privacy_scope="public"), "id": bobs}], NOW)
+    stolen = node.store.sign(node.get(bobs).replace(owner_id="mallory", version=5))
+    with pytest.raises(InvalidAsset, match="cannot change its owner"):
+        node.store.put_many([stolen], [None], node.embedder.id, node.embedder.dim)
+    assert node.get(bobs).owner_id == "bob"
+
+
+def test_a_snapshot_newer_than_the_journal_is_rebuilt() -> None:
+    """After the database is restored from an older copy, stale snapshots are rebuilt and new writes are found."""
+    w = memory_world()
+    node = w.open_node()
+    node.put([fact("one"), fact("two")], NOW)
+    node.checkpoint()
+    assert isinstance(w.kv, MemoryKV)
+    backup = copy.deepcopy(w.kv.dump())
+    node.put([fact(f"later {i}") for i in range(5)], NOW)
+    node.close()  # snapshots now cover the later writes
+    restored = MemoryKV()
+    for space, rows in backup.items():
+        restored.commit([Put(space, k, v) for k, v in rows.items()])
+    w.make_kv = lambda: restored  # the database comes back from the copy; the snapshots do not
+    node = w.open_node()
+    (new,) = node.put([fact("three new")], NOW)
+    restored.close()  # crash
+    w.make_kv = lambda: restored.reopened()
+    node = w.open_node()
+    assert node.search("three new", Principal("alice"), 1)[0].asset.id == new
+
+
+def test_storage_holds_no_asset_id_in_the_clear() -> None:
+    """Ids are content hashes; no key or value on disk holds one, so the files cannot confirm a guessed asset."""
+    w = memory_world()
+    node = w.open_node()
+    ids = node.put([fact("alice has a secret", entities=["E"]), fact("linked", references=[])], NOW)
+    (linked,) = node.put([fact("points at the first", references=[ids[0]])], NOW)
+    assert isinstance(w.kv, MemoryKV)
+    for rows in w.kv.dump().values():
+        for k, v in rows.items():
+            for id_ in (*ids, linked):
+                assert bytes.fromhex(id_) not in k and bytes.fromhex(id_) not in v
+                assert id_.encode() not in v
+    assert node.store.edges(linked) == [("references", ids[0])]
+    assert node.store.list_ids("entity", "E") == [ids[0]]
+
+
+def test_commit_order_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    """The core writes the same ops in the same order whatever PYTHONHASHSEED is (the simulator relies on it)."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import hashlib, sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from tests.node.conftest import memory_world, fact, NOW\n"
+        "w = memory_world(); node = w.open_node(); log = []\n"
+        "real = w.kv.commit\n"
+        "def rec(ops, *, sync=True):\n"
+        "    log.extend((op.space, op.key) for op in ops); real(ops, sync=sync)\n"
+        "w.kv.commit = rec\n"
+        "node.put([fact(f'f{i}', entities=[f'e{j}' for j in range(i % 5)], tags=['a', 'b']) for i in range(30)], NOW)\n"
+        "print(hashlib.sha256(repr(log).encode()).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("0", "1", "12345")
+    }
+    assert len(digests) == 1, digests

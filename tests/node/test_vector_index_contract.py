@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from node.hnsw_index import HnswFactory
+from node.hnsw_index import HnswFactory, HnswIndex
 from node.vectors import AdaptiveFactory, AdaptiveIndex, ExactFactory, IndexFactory
 from tests.contracts.vector_index import DIM, VECTOR_CHECKS, Check, clustered, ids_for
 
@@ -70,3 +70,18 @@ def test_adaptive_snapshot_keeps_its_kind() -> None:
     assert isinstance(loaded_big, AdaptiveIndex) and loaded_big.migrated and len(loaded_big) == 120
     for id_, v in zip(ids, vecs, strict=True):
         assert loaded_big.search(v, 1)[0][0] == id_
+
+
+def test_hnsw_reuses_the_slots_of_replaced_vectors() -> None:
+    """Editing the same ids over and over does not grow the HNSW graph (deleted slots are reused), before and
+    after a snapshot round trip."""
+    rng = np.random.default_rng(0)
+    ids = [f"i{n}" for n in range(100)]
+    index = HnswIndex(16)
+    index.add(ids, rng.normal(size=(100, 16)).astype(np.float32))
+    for _ in range(20):
+        index.add(ids[:50], rng.normal(size=(50, 16)).astype(np.float32))
+    assert len(index) == 100 and index._index.get_current_count() == 100
+    again = HnswIndex.load(index.dump())
+    again.add(ids[:50], rng.normal(size=(50, 16)).astype(np.float32))
+    assert again._index.get_current_count() == 100

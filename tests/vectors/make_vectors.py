@@ -130,6 +130,10 @@ def compute() -> dict[str, Any]:
                 (SECRET, b"", 16),
             )
         ],
+        "id_cipher": [
+            {"key": key.hex(), "id": id_.hex(), "storage_id": crypto.IdCipher(key).encrypt(id_).hex()}
+            for key, id_ in ((SECRET, bytes(16)), (SECRET, bytes(range(16))), (SEAL_KEY, bytes(range(16))))
+        ],
         "seal": {
             "key": SEAL_KEY.hex(),
             "plaintext": SEAL_PLAINTEXT.hex(),
