@@ -597,8 +597,8 @@ class Store:
         for space, keys in (("index", self._index_keys), ("edges", self._edge_keys)):
             before = keys(old) if old is not None else set()
             now = keys(new)
-            ops.extend(Delete(space, k) for k in sorted(before - now))
-            ops.extend(Put(space, k, b"") for k in sorted(now - before))  # sorted: the same ops on every run
+            ops += [Delete(space, k) for k in sorted(before - now)]
+            ops += [Put(space, k, b"") for k in sorted(now - before)]  # sorted: the same ops on every run
         return ops
 
     def _load_existing(self, sids: Sequence[bytes]) -> list[Asset | None]:
