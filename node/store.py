@@ -28,14 +28,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import numpy as np
 
 from node.blobs import BlobStore
 from node.kv import KV, Delete, Op, Put, pack, prefix_end
+from node.lexical import LexicalIndex
 from node.vectors import IndexFactory, VectorIndex, top_k
+from node.views import PartitionViews, View
 from policy import crypto
 from policy.errors import (
     BadSignature,
@@ -54,7 +56,7 @@ from policy.keychain import NODE_MASTER_REF, Keychain
 from policy.model import EDGE_FIELDS, ID_RE, Asset, AssetType, PrivacyScope, canonical_json
 from policy.partitions import PartitionRef, partition_of
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 RECORD_MAGIC: Final = b"R1"
 CANARY: Final = b"gaml-canary-v1"
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 1 << 20
@@ -76,6 +78,7 @@ INDEX_FIELDS: Final[dict[str, bytes]] = {
     "tag": b"t",
 }
 TIME_FIELD: Final = b"T"
+MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
 EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
 
 
@@ -140,6 +143,7 @@ class _Live:
     pending: dict[str, np.ndarray] = dataclasses.field(repr=False)
     covered_seq: int = 0
     dirty: bool = False
+    views: PartitionViews = dataclasses.field(default_factory=PartitionViews, repr=False)
 
 
 def _check_id(id_: str) -> str:
@@ -182,6 +186,8 @@ class Store:
         self._by_name: dict[str, bytes] = {}
         self._pid_cache: dict[str, bytes] = {}
         self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
+        self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term))
+        self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
         self.rebuilt_indexes = 0
         self.replayed_events = 0
@@ -207,10 +213,10 @@ class Store:
         store._recover_indexes()
         return store
 
-    def _seal_meta(self, name: bytes, data: bytes) -> bytes:
+    def seal_meta(self, name: bytes, data: bytes) -> bytes:
         return crypto.seal(self._meta_key, data, b"meta:" + name, self.entropy)
 
-    def _open_meta(self, name: bytes, blob: bytes) -> bytes:
+    def open_meta(self, name: bytes, blob: bytes) -> bytes:
         return crypto.open_sealed(self._meta_key, blob, b"meta:" + name)
 
     def _check_canary(self) -> None:
@@ -220,13 +226,13 @@ class Store:
                 raise StoreCorrupt("the store holds assets but no key canary; refusing to guess its keys")
             self.kv.commit(
                 [
-                    Put("meta", b"canary", self._seal_meta(b"canary", CANARY)),
+                    Put("meta", b"canary", self.seal_meta(b"canary", CANARY)),
                     Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
                 ]
             )
             return
         try:
-            ok = self._open_meta(b"canary", blob) == CANARY
+            ok = self.open_meta(b"canary", blob) == CANARY
         except DecryptionFailed:
             ok = False
         if not ok:
@@ -238,7 +244,7 @@ class Store:
     def _load_partitions(self) -> None:
         for key, blob in self.kv.load_range("meta", b"partition/", prefix_end(b"partition/")):
             try:
-                part = Partition.from_json(self._open_meta(key, blob))
+                part = Partition.from_json(self.open_meta(key, blob))
             except DecryptionFailed as e:
                 raise StoreCorrupt(f"partition descriptor {key!r} does not open") from e
             pkey = self.keychain.get(part.key_ref)
@@ -278,7 +284,11 @@ class Store:
             # would hide writes from search: such a snapshot is stale, and the index is rebuilt.
             if seq > self.seq or head["journal"] != self._journal_digest(seq):
                 return False
-            live.index = self.index_factory.load(raw[4 + hl :])
+            body = raw[4 + hl :]
+            (vl,) = struct.unpack(">Q", body[:8])
+            views = PartitionViews.load(body[8 : 8 + vl])
+            live.index = self.index_factory.load(body[8 + vl :])
+            live.views = views
             live.covered_seq = seq
             return True
         except (GamlError, ValueError, KeyError, TypeError, struct.error):
@@ -288,11 +298,7 @@ class Store:
         """Load sealed snapshots; rebuild missing, corrupt or stale ones; replay the journal past them."""
         for live in self._live.values():
             if not self._load_snapshot(live):
-                live.index = self.index_factory.new(live.part.dim)
-                live.pending = dict(self._scan_vectors(live))
-                live.covered_seq = self.seq
-                live.dirty = True
-                self.rebuilt_indexes += 1
+                self._rebuild(live)
         start = min((lv.covered_seq for lv in self._live.values()), default=self.seq)
         for key, event in self.kv.load_range("journal", pack(start + 1)):
             seq = struct.unpack(">Q", key)[0]
@@ -304,18 +310,41 @@ class Store:
             id_ = self.id_of(sid)
             owner.index.remove(id_)
             owner.pending.pop(id_, None)
+            owner.views.remove(id_)
             owner.dirty = True
             if op == OP_PUT:
                 vec = self._load_vector(owner, sid)
                 if vec is not None:
                     owner.pending[id_] = vec
+                blob = self.kv.load("assets", sid)
+                current = None if blob is None else self._open_record(sid, blob)
+                if current is not None and not current.tombstone and self.pid_of(partition_of(current)) == pid:
+                    owner.views.put(View.of(current))
+        for live in self._live.values():
+            for view in live.views:
+                for target in view.supersedes:
+                    self.superseded.setdefault(target, set()).add(view.id)
 
-    def _scan_vectors(self, live: _Live) -> Iterator[tuple[str, np.ndarray]]:
+    def _rebuild(self, live: _Live) -> None:
+        """Rebuild a partition's index and views from its records and vectors (the database is the truth)."""
         pid = live.part.pid
-        for key, _ in self.kv.load_range("vectors", pid, prefix_end(pid)):
-            vec = self._load_vector(live, key[16:32])
+        live.index = self.index_factory.new(live.part.dim)
+        live.views = PartitionViews()
+        live.pending = {}
+        prefix = MEMBER_FIELD + pid
+        for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
+            sid = key[17:]
+            blob = self.kv.load("assets", sid)
+            if blob is None:
+                raise StoreCorrupt(f"partition {live.part.ref.name} lists an asset that has no record")
+            asset = self._open_record(sid, blob)
+            live.views.put(View.of(asset))
+            vec = self._load_vector(live, sid)
             if vec is not None:
-                yield self.id_of(key[16:32]), vec
+                live.pending[asset.id] = vec
+        live.covered_seq = self.seq
+        live.dirty = True
+        self.rebuilt_indexes += 1
 
     def _load_vector(self, live: _Live, sid: bytes) -> np.ndarray | None:
         blob = self.kv.load("vectors", live.part.pid + sid)
@@ -366,7 +395,7 @@ class Store:
             key = self.entropy.random_bytes(crypto.KEY_BYTES)
             self.keychain.put(part.key_ref, key)  # durable before anything is sealed under it
         name = b"partition/" + part.pid
-        self.kv.commit([Put("meta", name, self._seal_meta(name, part.to_json()))])
+        self.kv.commit([Put("meta", name, self.seal_meta(name, part.to_json()))])
         self._live[part.pid] = _Live(part, key, index, {}, self.seq)
         self._by_name[ref.name] = part.pid
         return part
@@ -410,7 +439,7 @@ class Store:
             raise StoreCorrupt(f"asset {idb.hex()}: the record holds another id")
         return asset
 
-    def _blind(self, code: bytes, value: str) -> bytes:
+    def blind(self, code: bytes, value: str) -> bytes:
         key = code + b"\x00" + value.encode()
         blind = self._blind_cache.get(key)
         if blind is None:
@@ -433,8 +462,9 @@ class Store:
             *(("entity", e) for e in asset.entities),
             *(("tag", t) for t in asset.tags),
         ]
-        keys = {INDEX_FIELDS[f] + self._blind(INDEX_FIELDS[f], v) + sid for f, v in values if v}
+        keys = {INDEX_FIELDS[f] + self.blind(INDEX_FIELDS[f], v) + sid for f, v in values if v}
         keys.add(TIME_FIELD + pack(asset.created_at) + sid)
+        keys.add(MEMBER_FIELD + self.pid_of(partition_of(asset)) + sid)
         return keys
 
     def _edge_keys(self, asset: Asset) -> set[bytes]:
@@ -518,37 +548,24 @@ class Store:
 
         ops: list[Op] = []
         changed: list[bool] = []
-        after: list[tuple[_Live, str, np.ndarray | None, _Live | None]] = []
+        after: list[tuple[_Live, Asset, np.ndarray | None, _Live | None, Asset | None]] = []
         seq = self.seq
-        for a, sid, vec, old, part in zip(assets, sids, units, olds, parts, strict=True):
-            if old is not None and old.signing_bytes() == a.signing_bytes():
-                changed.append(False)
-                continue
-            changed.append(True)
-            live = self._live[part.pid]
-            old_live = None
-            if old is not None:
-                old_pid = self.pid_of(partition_of(old))
-                if old_pid != part.pid:  # the edit moves the asset: it leaves the old partition, in the journal too
-                    old_live = self._live[old_pid]
-                    seq += 1
-                    ops.append(Delete("vectors", old_pid + sid))
-                    ops.append(Put("journal", pack(seq), OP_MOVED_OUT + sid + old_pid + pack(a.version)))
-            ops.extend(self._diff_ops(old, a))
-            ops.append(Put("assets", sid, self._seal_record(a, live)))
-            if vec is not None:
-                aad = self._vector_aad(part, bytes.fromhex(a.id))
-                ops.append(Put("vectors", part.pid + sid, crypto.seal(live.key, vec.tobytes(), aad, self.entropy)))
-            elif old is not None:
-                ops.append(Delete("vectors", part.pid + sid))
-            seq += 1
-            ops.append(Put("journal", pack(seq), OP_PUT + sid + part.pid + pack(a.version)))
-            after.append((live, a.id, vec, old_live))
+        try:
+            for a, sid, vec, old, part in zip(assets, sids, units, olds, parts, strict=True):
+                seq = self._put_ops(ops, changed, after, seq, a, sid, vec, old, part)
+            if ops:
+                self.kv.commit(ops)
+        except BaseException:
+            self.lexical.discard_staged()
+            raise
+        self.lexical.commit_staged()
         if not ops:
             return changed
-        self.kv.commit(ops)
         self.seq = seq
-        for live, id_, vec, old_live in after:
+        for live, asset, vec, old_live, old in after:
+            id_ = asset.id
+            if old is not None:
+                self._forget_view(old_live or live, old)
             if old_live is not None:
                 old_live.index.remove(id_)
                 old_live.pending.pop(id_, None)
@@ -557,8 +574,67 @@ class Store:
             live.pending.pop(id_, None)
             if vec is not None:
                 live.pending[id_] = vec
+            self._remember_view(live, asset)
             live.dirty = True
         return changed
+
+    def _remember_view(self, live: _Live, asset: Asset) -> None:
+        live.views.put(View.of(asset))
+        for target in asset.supersedes:
+            self.superseded.setdefault(target, set()).add(asset.id)
+
+    def _forget_view(self, live: _Live, asset: Asset) -> None:
+        live.views.remove(asset.id)
+        for target in asset.supersedes:
+            by = self.superseded.get(target)
+            if by is not None:
+                by.discard(asset.id)
+                if not by:
+                    del self.superseded[target]
+
+    def _put_ops(
+        self,
+        ops: list[Op],
+        changed: list[bool],
+        after: list[tuple[_Live, Asset, np.ndarray | None, _Live | None, Asset | None]],
+        seq: int,
+        a: Asset,
+        sid: bytes,
+        vec: np.ndarray | None,
+        old: Asset | None,
+        part: Partition,
+    ) -> int:
+        """Append the ops of one asset's write; returns the journal sequence it reached."""
+        if old is not None and old.signing_bytes() == a.signing_bytes():
+            changed.append(False)
+            return seq
+        changed.append(True)
+        live = self._live[part.pid]
+        old_live = None
+        if old is not None:
+            old_pid = self.pid_of(partition_of(old))
+            if old_pid != part.pid:  # the edit moves the asset: it leaves the old partition, in the journal too
+                old_live = self._live[old_pid]
+                seq += 1
+                ops.append(Delete("vectors", old_pid + sid))
+                ops.append(Put("journal", pack(seq), OP_MOVED_OUT + sid + old_pid + pack(a.version)))
+                ops.extend(self.lexical.doc_ops(old_pid, sid, None, old.text()))
+                ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), None))
+            else:
+                ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), old.text()))
+        else:
+            ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), None))
+        ops.extend(self._diff_ops(old, a))
+        ops.append(Put("assets", sid, self._seal_record(a, live)))
+        if vec is not None:
+            aad = self._vector_aad(part, bytes.fromhex(a.id))
+            ops.append(Put("vectors", part.pid + sid, crypto.seal(live.key, vec.tobytes(), aad, self.entropy)))
+        elif old is not None:
+            ops.append(Delete("vectors", part.pid + sid))
+        seq += 1
+        ops.append(Put("journal", pack(seq), OP_PUT + sid + part.pid + pack(a.version)))
+        after.append((live, a, vec, old_live, old))
+        return seq
 
     @staticmethod
     def _unit(asset: Asset, vector: np.ndarray | None, dim: int) -> np.ndarray | None:
@@ -635,16 +711,22 @@ class Store:
         pid = self.pid_of(partition_of(old))
         live = self._live[pid]
         seq = self.seq + 1
-        ops = self._diff_ops(old, tomb)
-        ops += [
-            Put("assets", sid, self._seal_record(tomb, live)),
-            Delete("vectors", pid + sid),
-            Put("journal", pack(seq), OP_TOMBSTONE + sid + pid + pack(tomb.version)),
-        ]
-        self.kv.commit(ops)
+        try:
+            ops = self._diff_ops(old, tomb) + self.lexical.doc_ops(pid, sid, None, old.text())
+            ops += [
+                Put("assets", sid, self._seal_record(tomb, live)),
+                Delete("vectors", pid + sid),
+                Put("journal", pack(seq), OP_TOMBSTONE + sid + pid + pack(tomb.version)),
+            ]
+            self.kv.commit(ops)
+        except BaseException:
+            self.lexical.discard_staged()
+            raise
+        self.lexical.commit_staged()
         self.seq = seq
         live.index.remove(id_)
         live.pending.pop(id_, None)
+        self._forget_view(live, old)
         live.dirty = True
         return tomb
 
@@ -670,7 +752,7 @@ class Store:
         code = INDEX_FIELDS.get(field)
         if code is None:
             raise InvalidAsset(f"cannot list by {field!r}; fields are {', '.join(INDEX_FIELDS)} and time")
-        prefix = code + self._blind(code, value)
+        prefix = code + self.blind(code, value)
         return [self.id_of(k[17:]) for k, _ in self.kv.load_range("index", prefix, prefix_end(prefix), limit=limit)]
 
     def list_time(self, start: int, end: int, *, limit: int | None = None) -> list[str]:
@@ -760,7 +842,8 @@ class Store:
                     "count": len(live.index),
                 }
             ).encode()
-            raw = struct.pack(">I", len(head)) + head + live.index.dump()
+            views = live.views.dump()
+            raw = struct.pack(">I", len(head)) + head + struct.pack(">Q", len(views)) + views + live.index.dump()
             aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
             self.blobs.write(self._snapshot_name(pid), crypto.seal(live.key, raw, aad, self.entropy))
             live.covered_seq = self.seq

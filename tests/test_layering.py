@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("policy", "crdt", "node", "proto", "simulations", "bench")
 CORE = [*sorted((ROOT / "policy").glob("*.py")), *sorted((ROOT / "crdt").glob("*.py"))] + [
-    ROOT / "node" / f"{m}.py" for m in ("kv", "blobs", "vectors", "embed", "store", "core")
+    ROOT / "node" / f"{m}.py"
+    for m in ("kv", "blobs", "vectors", "embed", "store", "core", "lexical", "views", "governance")
 ]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 

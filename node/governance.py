@@ -1,0 +1,145 @@
+"""The node's governance records: known principals, grants, and the owners' access logs. Pure core over the store.
+
+- **Principals** are registered explicitly (``gaml principal add``); a request naming an unknown principal is refused
+  before anything is read. Each record is sealed under the node's meta key.
+- **Grants** are made by an owner for a grantee (a registered principal or team). Revocation is forward-only: it
+  stamps ``revoked_at`` and keeps the grant, so what was read before stays explained.
+- **Access log**: every governed read leaves a receipt (who, when, what at which level, by which path, for which
+  purpose) in the log of each owner whose memory it returned; only that owner may list it. Receipts are sealed, and
+  keyed by a blind of the owner and a sequence number. They are written without an fsync (the WAL still carries
+  them across a process crash; a power cut may lose the last ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+from collections.abc import Sequence
+from typing import Any, Final
+
+from node.kv import Put, pack, prefix_end
+from node.store import Store
+from policy.access import Grant, PolicyError, Principal, PrincipalKind, UnknownPrincipal
+
+PRINCIPAL_PREFIX: Final = b"principal/"
+GRANT_PREFIX: Final = b"grant/"
+LOG_CODE: Final = b"\x01log"
+
+
+class Governance:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._log_seq: dict[bytes, int] = {}
+
+    # -- principals -------------------------------------------------------------------------------------------------
+
+    def _principal_key(self, id_: str) -> bytes:
+        return PRINCIPAL_PREFIX + self.store.blind(b"P", id_)
+
+    def add_principal(self, p: Principal) -> Principal:
+        """Register (or update) a principal. Teams must exist before members name them."""
+        for team in sorted(p.teams):
+            if self.principal(team).kind is not PrincipalKind.TEAM:
+                raise PolicyError(f"{team} is not a team")
+        if p.on_behalf_of:
+            self.principal(p.on_behalf_of)
+        key = self._principal_key(p.id)
+        self.store.kv.commit([Put("meta", key, self.store.seal_meta(key, json.dumps(p.to_json()).encode()))])
+        return p
+
+    def principal(self, id_: str) -> Principal:
+        key = self._principal_key(id_)
+        blob = self.store.kv.load("meta", key)
+        if blob is None:
+            raise UnknownPrincipal(f"unknown principal {id_!r}; register it with `gaml principal add {id_}`")
+        return Principal.from_json(json.loads(self.store.open_meta(key, blob)))
+
+    def principals(self) -> list[Principal]:
+        out = []
+        for key, blob in self.store.kv.load_range("meta", PRINCIPAL_PREFIX, prefix_end(PRINCIPAL_PREFIX)):
+            out.append(Principal.from_json(json.loads(self.store.open_meta(key, blob))))
+        return sorted(out, key=lambda p: p.id)
+
+    # -- grants -----------------------------------------------------------------------------------------------------
+
+    def _grant_key(self, grant_id: str) -> bytes:
+        return GRANT_PREFIX + bytes.fromhex(grant_id)
+
+    def _save_grant(self, g: Grant) -> None:
+        key = self._grant_key(g.id)
+        self.store.kv.commit([Put("meta", key, self.store.seal_meta(key, json.dumps(g.to_json()).encode()))])
+
+    def grant(self, g: Grant) -> Grant:
+        """Record a grant; owner and grantee must be registered, and a team grantee must be a team."""
+        if self.principal(g.owner).kind is PrincipalKind.TEAM:
+            raise PolicyError("a team owns no memory to grant")
+        self.principal(g.grantee)
+        self._save_grant(g)
+        return g
+
+    def revoke(self, grant_id: str, by: Principal, now: int) -> Grant:
+        """Revoke from ``now`` on; only the grant's owner may. Revoking twice keeps the first time."""
+        g = self.get_grant(grant_id)
+        if by.user != g.owner:
+            raise PolicyError(f"only {g.owner} may revoke grant {grant_id}")
+        if g.revoked_at:
+            return g
+        revoked = dataclasses.replace(g, revoked_at=now)  # same id: the id names what was granted, not its revocation
+        self._save_grant(revoked)
+        return revoked
+
+    def get_grant(self, grant_id: str) -> Grant:
+        try:
+            key = self._grant_key(grant_id)
+        except ValueError:
+            raise PolicyError(f"not a grant id: {grant_id!r}") from None
+        blob = self.store.kv.load("meta", key)
+        if blob is None:
+            raise PolicyError(f"no grant {grant_id}")
+        return Grant.from_json(json.loads(self.store.open_meta(key, blob)))
+
+    def grants(self, *, owner: str | None = None, grantee: str | None = None) -> list[Grant]:
+        out = []
+        for key, blob in self.store.kv.load_range("meta", GRANT_PREFIX, prefix_end(GRANT_PREFIX)):
+            g = Grant.from_json(json.loads(self.store.open_meta(key, blob)))
+            if (owner is None or g.owner == owner) and (grantee is None or g.grantee == grantee):
+                out.append(g)
+        return sorted(out, key=lambda g: (g.owner, g.created_at, g.id))
+
+    def grants_for(self, p: Principal) -> list[Grant]:
+        """Grants whose grantee is ``p``, the user it acts for, or one of its teams."""
+        names = {p.id, p.user, *p.teams}
+        return [g for g in self.grants() if g.grantee in names]
+
+    # -- access log -------------------------------------------------------------------------------------------------
+
+    def log(self, owners: Sequence[str], receipt: dict[str, Any]) -> None:
+        """Append ``receipt`` to the access log of each owner (one commit, no fsync)."""
+        ops = []
+        body = json.dumps(receipt, sort_keys=True).encode()
+        for owner in sorted(set(owners)):
+            prefix = LOG_CODE + self.store.blind(b"A", owner)
+            seq = self._next_log_seq(prefix)
+            key = prefix + pack(seq)
+            ops.append(Put("access", key, self.store.seal_meta(key, body)))
+        if ops:
+            self.store.kv.commit(ops, sync=False)
+
+    def _next_log_seq(self, prefix: bytes) -> int:
+        seq = self._log_seq.get(prefix)
+        if seq is None:
+            last = next(self.store.kv.load_range("access", prefix, prefix_end(prefix), reverse=True, limit=1), None)
+            seq = struct.unpack(">Q", last[0][-8:])[0] if last else 0
+        self._log_seq[prefix] = seq + 1
+        return seq + 1
+
+    def access_log(self, owner: str, by: Principal, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """The owner's receipts, newest first. Only the owner (or an agent acting for them) may read them."""
+        if by.user != owner:
+            raise PolicyError(f"only {owner} may read {owner}'s access log")
+        prefix = LOG_CODE + self.store.blind(b"A", owner)
+        out = []
+        for key, blob in self.store.kv.load_range("access", prefix, prefix_end(prefix), reverse=True, limit=limit):
+            out.append(json.loads(self.store.open_meta(key, blob)))
+        return out

@@ -1,0 +1,406 @@
+"""The BM25 lexical index (node/lexical.py), on MemoryKV and on RocksKV (the ``backend`` fixture runs both)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import struct
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from node.kv import KV, SPACES, MemoryKV, Op, Put
+from node.lexical import STOPWORDS, LexicalIndex, tokenize
+from node.rocks_kv import RocksKV
+from policy import crypto
+from policy.errors import StoreCorrupt
+
+BLIND_KEY = bytes(range(32))
+PID_A = b"A" * 16
+PID_B = b"B" * 16
+
+
+def blind(term: str) -> bytes:
+    """The test's keyed term hash (the store supplies its own)."""
+    return crypto.keyed_hash(BLIND_KEY, b"lexical\x00" + term.encode())
+
+
+def sid(i: int) -> bytes:
+    """A 16-byte sid for document ``i``, in an order unrelated to ``i``."""
+    return hashlib.blake2b(i.to_bytes(4, "big"), digest_size=16).digest()
+
+
+class Backend:
+    """One KV of a kind, reopenable over the same data (as after a restart)."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind, self.path = kind, path
+        self.kv: KV = MemoryKV() if kind == "memory" else RocksKV(path)
+
+    def reopen(self) -> KV:
+        old = self.kv
+        old.close()
+        self.kv = old.reopened() if isinstance(old, MemoryKV) else RocksKV(self.path)
+        return self.kv
+
+    def fresh(self, name: str) -> KV:
+        """Another, empty KV of the same kind."""
+        return MemoryKV() if self.kind == "memory" else RocksKV(self.path.parent / name)
+
+
+@pytest.fixture(params=["memory", "rocks"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    b = Backend(request.param, tmp_path / "db")
+    yield b
+    b.kv.close()
+
+
+def apply(index: LexicalIndex, kv: KV, changes: list[tuple[bytes, bytes, str | None, str | None]]) -> list[Op]:
+    """Commit the ops of several document changes as one batch, then commit the staged statistics."""
+    ops: list[Op] = []
+    for pid, s, new, old in changes:
+        ops += index.doc_ops(pid, s, new, old)
+    kv.commit(ops)
+    index.commit_staged()
+    return ops
+
+
+def add_all(index: LexicalIndex, kv: KV, pid: bytes, docs: dict[bytes, str]) -> None:
+    apply(index, kv, [(pid, s, text, None) for s, text in docs.items()])
+
+
+def disk_stats(kv: KV) -> dict[bytes, tuple[int, int]]:
+    return {key[1:]: struct.unpack(">QQ", value) for key, value in kv.load_range("index", b"l", b"m")}
+
+
+def recount(kv: KV) -> dict[bytes, tuple[int, int]]:
+    """Per-partition (document count, total length) recounted from the postings alone."""
+    lengths: dict[bytes, dict[bytes, int]] = {}
+    for key, value in kv.load_range("index", b"L", b"M"):
+        assert len(key) == 49 and len(value) == 8
+        _, dl = struct.unpack(">II", value)
+        assert lengths.setdefault(key[1:17], {}).setdefault(key[33:], dl) == dl  # one length per document
+    return {pid: (len(d), sum(d.values())) for pid, d in lengths.items()}
+
+
+def postings(kv: KV) -> dict[bytes, tuple[int, int]]:
+    return {key: struct.unpack(">II", value) for key, value in kv.load_range("index", b"L", b"M")}
+
+
+def expected_postings(docs: dict[tuple[bytes, bytes], str]) -> dict[bytes, tuple[int, int]]:
+    out = {}
+    for (pid, s), text in docs.items():
+        counts = Counter(tokenize(text))
+        for term, tf in counts.items():
+            out[b"L" + pid + blind(term) + s] = (tf, sum(counts.values()))
+    return out
+
+
+def reference_bm25(docs: dict[bytes, str], query: str) -> list[tuple[bytes, float]]:
+    """Textbook BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df + 0.5)/(df + 0.5))), ranked best first, ties by sid."""
+    tokens = {s: tokenize(text) for s, text in docs.items()}
+    tokens = {s: t for s, t in tokens.items() if t}
+    if not tokens:
+        return []
+    n = len(tokens)
+    avgdl = sum(len(t) for t in tokens.values()) / n
+    scores: dict[bytes, float] = {}
+    for term in dict.fromkeys(tokenize(query)):
+        df = sum(1 for t in tokens.values() if term in t)
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for s, t in tokens.items():
+            tf = t.count(term)
+            if tf:
+                scores[s] = scores.get(s, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(t) / avgdl))
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def assert_ranking(got: list[tuple[bytes, float]], want: list[tuple[bytes, float]]) -> None:
+    assert [s for s, _ in got] == [s for s, _ in want]
+    for (_, g), (_, w) in zip(got, want, strict=True):
+        assert abs(g - w) <= 1e-9
+
+
+CORPUS = {
+    sid(0): "Alice prefers green tea in the morning.",
+    sid(1): "Bob drinks green tea and black tea, every day; tea is his thing.",
+    sid(2): "The dragon guards a hoard of gold under the mountain.",
+    sid(3): "Green hills, green fields and a green house.",
+    sid(4): "Meeting notes: the quarterly budget for 2025 was approved.",
+    sid(5): "Carol's cats prefer fish to tea.",
+}
+
+
+# -- tokenize --------------------------------------------------------------------------------------------------------
+
+
+def test_tokenize_examples() -> None:
+    """Tokens are case-folded word runs, without stopwords, surrounding apostrophes or possessives; numbers stay."""
+    assert tokenize("The QUICK brown fox, and the lazy dog!") == ["quick", "brown", "fox", "lazy", "dog"]
+    assert tokenize("Alice's 'quoted' o'clock it\u2019s") == ["alice", "quoted", "o'clock"]
+    assert tokenize("budget 2025: 3.14 v2") == ["budget", "2025", "3", "14", "v2"]
+    assert tokenize("Straße ÉCOLE ﬁle foo_bar") == ["strasse", "école", "file", "foo_bar"]
+    assert tokenize("") == [] and tokenize("the of and to ... !!") == []
+    assert tokenize("x" * 64 + " " + "y" * 65) == ["x" * 64]
+    assert {"the", "a", "and", "of", "is"} <= STOPWORDS and len(STOPWORDS) == 33
+
+
+def test_tokenize_stems_plurals_minimally() -> None:
+    """The minimal stemmer maps -ies to -y, drops a plural s, and keeps -ss, -us, short words and -ees/-oes."""
+    assert tokenize("queries cats horses dogs 2000s") == ["query", "cat", "horse", "dog", "2000"]
+    assert tokenize("class status gas bus trees goes series") == [
+        "class",
+        "status",
+        "gas",
+        "bus",
+        "trees",
+        "goes",
+        "sery",
+    ]
+    assert tokenize("query cat") == tokenize("queries cats")
+
+
+# -- ranking ---------------------------------------------------------------------------------------------------------
+
+
+def test_bm25_ranks_rare_term_first_and_matches_reference(backend: Backend) -> None:
+    """The document with the rare query term ranks first, and every score equals a plain BM25 to 1e-9."""
+    index = LexicalIndex(backend.kv, blind)
+    add_all(index, backend.kv, PID_A, CORPUS)
+    got = index.search(PID_A, "green tea dragon", 10)
+    assert got[0][0] == sid(2)
+    assert_ranking(got, reference_bm25(CORPUS, "green tea dragon"))
+    for query in ("tea", "green", "cat preferring fish", "2025 budget", "Alice's tea", "nothing here"):
+        assert_ranking(index.search(PID_A, query, 10), reference_bm25(CORPUS, query))
+    assert_ranking(index.search(PID_A, "tea", 2), reference_bm25(CORPUS, "tea")[:2])
+
+
+def test_ties_are_broken_by_sid_and_k_bounds_results(backend: Backend) -> None:
+    """Documents with equal scores come in sid order; k caps the result; k=0 or an empty query gives nothing."""
+    index = LexicalIndex(backend.kv, blind)
+    docs = {sid(i): "identical words here" for i in range(6)}
+    add_all(index, backend.kv, PID_A, docs)
+    got = index.search(PID_A, "identical", 4)
+    assert [s for s, _ in got] == sorted(docs)[:4]
+    assert len({score for _, score in got}) == 1
+    assert index.search(PID_A, "identical", 0) == []
+    assert index.search(PID_A, "the of", 5) == []
+    assert index.search(PID_B, "identical", 5) == []
+    with pytest.raises(ValueError):
+        index.search(PID_A, "identical", -1)
+
+
+# -- updates ---------------------------------------------------------------------------------------------------------
+
+
+def test_update_replaces_old_postings_with_new(backend: Backend) -> None:
+    """Changing a document's text deletes the postings of terms it lost, adds new ones and rewrites changed ones."""
+    kv = backend.kv
+    index = LexicalIndex(kv, blind)
+    add_all(index, kv, PID_A, {sid(0): "alpha beta beta", sid(1): "beta delta"})
+    assert index.stats(PID_A) == (2, 5)
+    apply(index, kv, [(PID_A, sid(0), "beta gamma", "alpha beta beta")])
+    assert postings(kv) == expected_postings({(PID_A, sid(0)): "beta gamma", (PID_A, sid(1)): "beta delta"})
+    assert index.search(PID_A, "alpha", 5) == []
+    assert [s for s, _ in index.search(PID_A, "gamma", 5)] == [sid(0)]
+    assert index.stats(PID_A) == disk_stats(kv)[PID_A] == (2, 4)
+    assert index.doc_ops(PID_A, sid(0), "gamma beta", "beta gamma") == []  # the same terms: nothing to write
+
+
+def test_delete_removes_every_posting_and_decrements_stats(backend: Backend) -> None:
+    """Deleting a document (new_text=None) removes all its postings and takes it out of the statistics."""
+    kv = backend.kv
+    index = LexicalIndex(kv, blind)
+    add_all(index, kv, PID_A, {sid(0): "alpha beta", sid(1): "beta gamma delta"})
+    apply(index, kv, [(PID_A, sid(1), None, "beta gamma delta")])
+    assert postings(kv) == expected_postings({(PID_A, sid(0)): "alpha beta"})
+    assert index.stats(PID_A) == disk_stats(kv)[PID_A] == (1, 2)
+    apply(index, kv, [(PID_A, sid(0), None, "alpha beta")])
+    assert postings(kv) == {}
+    assert index.stats(PID_A) == disk_stats(kv)[PID_A] == (0, 0)
+    assert index.search(PID_A, "beta", 5) == []
+
+
+def test_tokenless_document_is_not_counted(backend: Backend) -> None:
+    """A text with no tokens is the same as no text: no postings, no ops, not counted."""
+    index = LexicalIndex(backend.kv, blind)
+    assert index.doc_ops(PID_A, sid(0), "the of and", None) == []
+    assert index.doc_ops(PID_A, sid(0), None, "") == []
+    assert index.stats(PID_A) == (0, 0)
+
+
+def test_ops_are_sorted_and_deterministic(backend: Backend) -> None:
+    """doc_ops returns its ops sorted by key, statistics last, and two indexes produce identical ops."""
+    other = backend.fresh("other")
+    try:
+        first = LexicalIndex(backend.kv, blind).doc_ops(PID_A, sid(0), CORPUS[sid(1)], None)
+        second = LexicalIndex(other, blind).doc_ops(PID_A, sid(0), CORPUS[sid(1)], None)
+    finally:
+        other.close()
+    assert first == second
+    assert [op.key for op in first] == sorted(op.key for op in first)
+    assert first[-1] == Put("index", b"l" + PID_A, struct.pack(">QQ", 1, len(tokenize(CORPUS[sid(1)]))))
+    assert all(op.space == "index" and op.key[:1] in (b"L", b"l") for op in first)
+
+
+def test_random_batches_keep_stats_equal_to_a_recount(backend: Backend) -> None:
+    """After 300 seeded adds, edits and deletes in batches of several documents per commit (some abandoned),
+    postings match the documents, statistics equal a recount from a full scan, and so after reopening."""
+    rng = random.Random(0)
+    vocabulary = [f"word{i}" for i in range(25)] + ["the", "and", "cats", "queries"]
+    kv = backend.kv
+    index = LexicalIndex(kv, blind)
+    docs: dict[tuple[bytes, bytes], str] = {}
+    done = 0
+    while done < 300:
+        size = rng.randint(1, 8)
+        before = dict(docs)
+        ops: list[Op] = []
+        for _ in range(size):
+            key = (rng.choice((PID_A, PID_B)), sid(rng.randrange(40)))
+            old = docs.get(key)
+            if old is not None and rng.random() < 0.3:
+                new = None
+            else:
+                new = " ".join(rng.choices(vocabulary, k=rng.randint(0, 12)))
+            ops += index.doc_ops(*key, new, old)
+            if new is None:
+                del docs[key]
+            else:
+                docs[key] = new
+        done += size
+        if rng.random() < 0.15:  # the commit fails: nothing is written
+            index.discard_staged()
+            docs = before
+        else:
+            kv.commit(ops)
+            index.commit_staged()
+        for pid in (PID_A, PID_B):
+            assert index.stats(pid) == disk_stats(kv).get(pid, (0, 0))
+
+    def check(idx: LexicalIndex, store: KV) -> None:
+        assert postings(store) == expected_postings(docs)
+        counted = recount(store)
+        for pid in (PID_A, PID_B):
+            assert idx.stats(pid) == disk_stats(store)[pid] == counted.get(pid, (0, 0))
+            texts = {s: text for (p, s), text in docs.items() if p == pid}
+            for query in ("word1 word2", "word7", "cat query word3 word3"):
+                assert_ranking(idx.search(pid, query, 50), reference_bm25(texts, query))
+
+    check(index, kv)
+    kv = backend.reopen()
+    check(LexicalIndex(kv, blind), kv)
+
+
+def test_discarded_ops_leave_the_cache_equal_to_disk(backend: Backend) -> None:
+    """Ops produced and then discarded (the commit failed) leave the statistics equal to disk, and the next
+    commit builds on disk; if a commit reported as failed had in fact landed, the index rereads it."""
+    kv = backend.kv
+    index = LexicalIndex(kv, blind)
+    add_all(index, kv, PID_A, {sid(0): "alpha beta", sid(1): "gamma"})
+    assert index.stats(PID_A) == (2, 3)
+    for i in range(2, 6):
+        index.doc_ops(PID_A, sid(i), "delta epsilon", None)
+    index.doc_ops(PID_A, sid(0), None, "alpha beta")
+    index.doc_ops(PID_B, sid(0), "zeta", None)
+    assert index.has_staged()
+    index.discard_staged()
+    assert not index.has_staged()
+    assert index.stats(PID_A) == disk_stats(kv)[PID_A] == (2, 3)
+    assert index.stats(PID_B) == (0, 0) and PID_B not in disk_stats(kv)
+    apply(index, kv, [(PID_A, sid(1), None, "gamma")])
+    assert index.stats(PID_A) == disk_stats(kv)[PID_A] == recount(kv)[PID_A] == (1, 2)
+    ops = index.doc_ops(PID_A, sid(1), "gamma gamma", None)
+    kv.commit(ops)
+    index.discard_staged()  # the store saw an error, but the batch was written
+    assert index.stats(PID_A) == disk_stats(kv)[PID_A] == recount(kv)[PID_A] == (2, 4)
+
+
+def test_wrong_old_text_is_refused() -> None:
+    """An old text the index never held, driving a statistic below zero, raises StoreCorrupt."""
+    index = LexicalIndex(MemoryKV(), blind)
+    with pytest.raises(StoreCorrupt):
+        index.doc_ops(PID_A, sid(0), None, "never indexed")
+
+
+def test_bad_ids_and_blinds_are_refused() -> None:
+    """pid and sid must be 16 bytes, and blind must return 16 bytes."""
+    index = LexicalIndex(MemoryKV(), blind)
+    with pytest.raises(ValueError):
+        index.doc_ops(b"short", sid(0), "text", None)
+    with pytest.raises(ValueError):
+        index.doc_ops(PID_A, b"x" * 17, "text", None)
+    with pytest.raises(ValueError):
+        index.search(b"", "text", 3)
+    with pytest.raises(ValueError):
+        LexicalIndex(MemoryKV(), lambda term: term.encode()).doc_ops(PID_A, sid(0), "text", None)
+
+
+# -- privacy ---------------------------------------------------------------------------------------------------------
+
+
+def test_allowed_filter_excludes_before_ranking_and_keeps_scores(backend: Backend) -> None:
+    """A rejected document is never returned, even when it would rank first, and every allowed document keeps
+    the score it has without the filter (idf counts the whole partition)."""
+    index = LexicalIndex(backend.kv, blind)
+    add_all(index, backend.kv, PID_A, CORPUS)
+    rejected = {sid(1), sid(2)}
+    calls: list[bytes] = []
+
+    def allowed(s: bytes) -> bool:
+        calls.append(s)
+        return s not in rejected
+
+    query = "green tea dragon"
+    unfiltered = dict(index.search(PID_A, query, 10))
+    got = index.search(PID_A, query, 10, allowed)
+    assert not rejected & {s for s, _ in got}
+    assert got == [(s, score) for s, score in index.search(PID_A, query, 10) if s not in rejected]
+    assert all(score == unfiltered[s] for s, score in got)
+    matching = {s for s, text in CORPUS.items() if set(tokenize(text)) & set(tokenize(query))}
+    assert set(calls) == matching and len(calls) == len(matching)  # every candidate decided, once
+    calls.clear()
+    top = index.search(PID_A, "dragon", 1, allowed)  # only the rejected document has the term
+    assert top == [] and calls == [sid(2)]
+    assert index.search(PID_A, "tea", 1, allowed) == [index.search(PID_A, "tea", 10, allowed)[0]]
+
+
+def test_partitions_are_independent(backend: Backend) -> None:
+    """Postings in partition A change neither the results nor the statistics of partition B."""
+    kv = backend.kv
+    index = LexicalIndex(kv, blind)
+    docs_b = {sid(100): "zebra stripes", sid(101): "a horse in a field", sid(102): "zebra zebra crossing"}
+    add_all(index, kv, PID_A, {sid(i): "zebra " * (i % 4 + 1) + "savanna" for i in range(30)})
+    add_all(index, kv, PID_B, docs_b)
+    alone = backend.fresh("alone")
+    try:
+        only_b = LexicalIndex(alone, blind)
+        add_all(only_b, alone, PID_B, docs_b)
+        for query in ("zebra", "savanna", "horse zebra"):
+            assert index.search(PID_B, query, 10) == only_b.search(PID_B, query, 10)
+            assert_ranking(index.search(PID_B, query, 10), reference_bm25(docs_b, query))
+        assert index.stats(PID_B) == only_b.stats(PID_B)
+    finally:
+        alone.close()
+    assert index.search(PID_B, "savanna", 10) == []
+    assert all(s not in docs_b for s, _ in index.search(PID_A, "zebra", 100))
+
+
+def test_no_term_is_stored_in_the_clear(backend: Backend) -> None:
+    """No indexed term (nor the raw text) appears in any key or value of any space."""
+    kv = backend.kv
+    index = LexicalIndex(kv, blind)
+    docs = {sid(0): "Confidential diagnosis: hypertension", sid(1): "Zanzibar password hunter2 budget"}
+    add_all(index, kv, PID_A, docs)
+    apply(index, kv, [(PID_A, sid(1), "Zanzibar password rotated", docs[sid(1)])])
+    secrets = {t for text in docs.values() for t in tokenize(text)} | {"rotated", "Confidential", "Zanzibar"}
+    assert min(len(t) for t in secrets) >= 6
+    blobs = [part for space in SPACES for item in kv.load_range(space) for part in item]
+    assert blobs
+    for term in secrets:
+        assert not any(term.encode() in blob for blob in blobs), term
