@@ -61,14 +61,20 @@ from node.vectors import AdaptiveFactory
 from policy import crypto
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
 from policy.model import Asset
-from policy.partitions import Principal, may_search, partition_of
+from policy.partitions import PartitionRef, partition_of
 
 T0_MICROS = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z: synthetic timestamps start here
 
 OWNERS = {"alice": "acme", "bob": "acme", "carol": "globex", "dave": "globex", "erin": "acme"}
 SCOPES = (("user_private", 0.40), ("trusted_devices", 0.15), ("tenant_private", 0.25), ("public", 0.20))
 TYPES = (("fact", 0.75), ("event", 0.15), ("procedure", 0.06), ("goal", 0.04))
-PRINCIPAL = Principal("alice", frozenset({"acme"}))
+SEARCHER, SEARCHER_TENANTS = "alice", frozenset({"acme"})
+
+
+def searchable(ref: PartitionRef) -> bool:
+    """The partitions alice (member of acme) reads in full: her own, acme's and the public one."""
+    kind, _, who = ref.boundary.partition(":")
+    return (kind == "owner" and who == SEARCHER) or (kind == "tenant" and who in SEARCHER_TENANTS) or kind == "public"
 
 
 def log(msg: str) -> None:
@@ -595,7 +601,7 @@ def _run(args: argparse.Namespace, work: Path, started: dt.datetime) -> int:
     log(f"catch-up: store {rate(moved, t_catch):,.0f}/s, raw {rate(N, t_rawbuild):,.0f}/s; checkpoint {t_ckpt:.2f}s")
 
     # ---- phase 3: search ------------------------------------------------------------------------------------------
-    refs = [p.ref for p in store.partitions() if args.search == "all" or may_search(PRINCIPAL, p.ref)]
+    refs = [p.ref for p in store.partitions() if args.search == "all" or searchable(p.ref)]
     names = [ref.name for ref in refs]
     ef = max(factory.kw["ef_search"], K)
     for name in names:

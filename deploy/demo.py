@@ -25,9 +25,9 @@ SEARCHES = [
     ("alice", "what does Alice like to drink?"),
     ("bob", "what does Alice like to drink?"),
     ("bob", "food allergies"),
-    ("alice@acme", "when does the next release ship and what must happen first?"),
-    ("bob@globex", "when does the next release ship and what must happen first?"),
-    ("carol", "how long is a half marathon?"),
+    ("alice", "when does the next release ship and what must happen first?"),
+    ("bob", "when does the next release ship and what must happen first?"),
+    ("carol", "what is Alice training for?"),
 ]
 
 
@@ -62,12 +62,36 @@ def main() -> None:
         again = gaml(home, "put", str(EXAMPLES)).split()
         print(f"put the same file again: {len(again)} ids, identical: {again == ids} (content-derived ids: an upsert)")
 
+        banner("gaml principal add …  (alice in tenant acme, bob in globex, carol on her own)")
+        for argv in (["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]):
+            print(gaml(home, "principal", "add", *argv).strip())
+        banner("gaml grant --as alice --to carol --segment personal --max-level l0")
+        grant = json.loads(
+            gaml(home, "grant", "--as", "alice", "--to", "carol", "--segment", "personal", "--max-level", "l0")
+        )
+        print(f"grant {grant['id']}: alice's 'personal' segment to carol, up to {grant['max_level']}")
+
         for who, text in SEARCHES:
             banner(f"gaml search {text!r} --as {who}")
             print(gaml(home, "search", text, "--as", who, "--k", "3").rstrip())
 
+        banner("gaml search … --json  (why a result is there)")
+        top = json.loads(gaml(home, "search", "green tea", "--as", "alice", "--k", "1", "--json"))[0]
+        print(
+            json.dumps(
+                {k: top[k] for k in ("id", "score", "path", "dense", "lexical", "via", "partition", "stages")}, indent=2
+            )
+        )
+
+        banner(f"gaml revoke {grant['id']} --as alice; carol searches again")
+        gaml(home, "revoke", grant["id"], "--as", "alice")
+        print(gaml(home, "search", "what is Alice training for?", "--as", "carol", "--k", "3").rstrip())
+
+        banner("gaml access-log --as alice  (who read alice's memory)")
+        print(gaml(home, "access-log", "--as", "alice", "--limit", "8").rstrip())
+
         banner("gaml get <Alice's first asset>  (decrypted for its owner's node)")
-        asset = json.loads(gaml(home, "get", ids[0]))
+        asset = json.loads(gaml(home, "get", ids[0], "--as", "alice"))
         keep = ("id", "asset_type", "payload", "owner_id", "privacy_scope", "entities", "encryption_key_ref", "version")
         print(json.dumps({k: asset[k] for k in keep}, indent=2))
         print(f"signature: {asset['signature'][:24]}… by node {asset['source_node'][:16]}…")

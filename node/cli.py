@@ -8,19 +8,21 @@ Exit codes: 0 success, 1 not found, 2 bad input or refused, 3 store or keychain 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import getpass
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from node.core import Node, display_text, hit_json
 from node.file_keychain import Unlock
 from node.home import EMBEDDERS, default_home, init_home, open_node
-from policy.errors import GamlError, InvalidAsset, KeychainError, NotFound, StoreError
-from policy.partitions import Principal
+from policy.access import Grant, Location, Permission, Principal, PrincipalKind
+from policy.errors import Deleted, GamlError, InvalidAsset, KeychainError, NotFound, StoreError
+from policy.model import AssetType, Level
 from proto.convert import asset_to_json, draft_from_json
 
 
@@ -120,7 +122,14 @@ def cmd_put(args: argparse.Namespace) -> None:
 def cmd_get(args: argparse.Namespace) -> None:
     node = _open(args)
     try:
-        asset = node.store.get(args.id, include_deleted=args.include_deleted)
+        try:
+            asset = node.read(args.id, args.as_, now_us(), purpose=args.purpose, location=args.location)
+        except Deleted:
+            if not args.include_deleted:
+                raise
+            asset = node.store.get(args.id, include_deleted=True)  # a tombstone: no payload, shown to its owner only
+            if node.governance.principal(args.as_).user != asset.owner_id:
+                raise
     finally:
         node.close(checkpoint=False)
     print(json.dumps(asset_to_json(asset), indent=2, ensure_ascii=False))
@@ -136,21 +145,114 @@ def cmd_delete(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    principal = Principal.parse(args.as_)
     node = _open(args)
     try:
-        hits = node.search(args.text, principal, k=args.k)
+        hits = node.search(
+            args.text,
+            args.as_,
+            now_us(),
+            k=args.k,
+            purpose=args.purpose,
+            location=args.location,
+            as_of=args.as_of or 0,
+            mode=args.mode,
+            types=frozenset(args.type),
+            segments=frozenset(args.segment),
+            tags=frozenset(args.tag),
+            entities=frozenset(args.entity),
+        )
     finally:
         node.close()
     if args.json:
         print(json.dumps([hit_json(h) for h in hits], indent=2, ensure_ascii=False))
         return
     if not hits:
-        print(f"(nothing that {principal.id} may read matches)")
+        print(f"(nothing that {args.as_} may {args.purpose.value} matches)")
     for h in hits:
         text = display_text(h.asset)
-        text = text if len(text) <= 100 else text[:99] + "…"
-        print(f"{h.score:6.3f}  {h.asset.id}  {h.asset.asset_type.value:<12} {h.partition:<32} {text}")
+        text = text if len(text) <= 90 else text[:89] + "…"
+        print(f"{h.score:6.4f} {h.path:<7} {h.asset.id}  {h.asset.asset_type.value:<11} {h.partition:<30} {text}")
+
+
+def cmd_principal_add(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        p = node.governance.add_principal(
+            Principal(
+                args.id,
+                args.kind,
+                frozenset(args.tenant),
+                frozenset(args.role),
+                frozenset(args.team),
+                args.on_behalf_of or "",
+            )
+        )
+    finally:
+        node.close(checkpoint=False)
+    print(json.dumps(p.to_json()))
+
+
+def cmd_principals(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        ps = node.governance.principals()
+    finally:
+        node.close(checkpoint=False)
+    print(json.dumps([p.to_json() for p in ps], indent=2))
+
+
+def cmd_grant(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        g = node.governance.grant(
+            Grant(
+                args.as_,
+                args.to,
+                args.max_level,
+                now_us(),
+                frozenset(args.segment),
+                frozenset(args.tag),
+                args.time_from or 0,
+                args.time_to or 0,
+                args.expires or 0,
+            )
+        )
+    finally:
+        node.close(checkpoint=False)
+    print(json.dumps(g.to_json()))
+
+
+def cmd_revoke(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        g = node.governance.revoke(args.grant, node.governance.principal(args.as_), now_us())
+    finally:
+        node.close(checkpoint=False)
+    print(json.dumps(g.to_json()))
+
+
+def cmd_grants(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        gs = node.governance.grants(owner=args.owner, grantee=args.to)
+    finally:
+        node.close(checkpoint=False)
+    print(json.dumps([g.to_json() for g in gs], indent=2))
+
+
+def cmd_access_log(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        p = node.governance.principal(args.as_)
+        log = node.governance.access_log(p.user, p, limit=args.limit)
+    finally:
+        node.close(checkpoint=False)
+    if args.json:
+        print(json.dumps(log, indent=2))
+        return
+    for r in log:
+        items = ", ".join(f"{i['id'][:12]}…@{i['level']}" for i in r["read"])
+        print(f"{r['at']}  {r['who']:<10} {r['kind']:<6} {r['purpose']:<8} {r['location']:<14} {items}")
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
@@ -183,6 +285,30 @@ def cmd_stats(args: argparse.Namespace) -> None:
         print(f"{'partition':>16}: {name}  indexed={p['indexed']} pending={p['pending']} embedder={p['embedder']}")
 
 
+def _time(text: str) -> int:
+    """A time: microseconds since the epoch, or an ISO 8601 date or date-time (UTC unless it says otherwise)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither microseconds nor an ISO 8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1_000_000)
+
+
+def _enum(cls: Any) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return cls.parse(text)
+        except GamlError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = cls.__name__
+    return parse
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
@@ -191,6 +317,22 @@ def _positive(text: str) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"{n} is not positive")
     return n
+
+
+def _reader_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--as", dest="as_", required=True, metavar="PRINCIPAL", help="who reads (a registered principal)")
+    s.add_argument(
+        "--purpose",
+        type=_enum(Permission),
+        default=Permission.READ,
+        help="read (default), context, memorize, replicate, export or train",
+    )
+    s.add_argument(
+        "--location",
+        type=_enum(Location),
+        default=Location.THIS_DEVICE,
+        help="where the read executes: this_device (default), trusted_device, private_subnet, public_swarm",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -209,8 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=_positive, default=256, help="assets per atomic batch (default 256)")
     s.set_defaults(func=cmd_put)
 
-    s = sub.add_parser("get", help="print an asset as JSON (decrypted)")
+    s = sub.add_parser("get", help="print an asset as JSON (decrypted), if the principal may read it")
     s.add_argument("id")
+    _reader_options(s)
     s.add_argument("--include-deleted", action="store_true", help="print the tombstone of a deleted asset")
     s.set_defaults(func=cmd_get)
 
@@ -218,12 +361,59 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("id")
     s.set_defaults(func=cmd_delete)
 
-    s = sub.add_parser("search", help="nearest assets to a text, within what the principal may read")
+    s = sub.add_parser("search", help="governed hybrid search (dense + BM25) within what the principal may read")
     s.add_argument("text")
-    s.add_argument("--as", dest="as_", required=True, metavar="PRINCIPAL", help="who asks: alice or alice@tenant1,t2")
+    _reader_options(s)
     s.add_argument("--k", type=_positive, default=10, help="how many results (default 10)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--as-of", type=_time, help="answer with what held then (microseconds or ISO 8601)")
+    s.add_argument("--mode", choices=("hybrid", "dense", "lexical"), default="hybrid")
+    s.add_argument("--type", type=_enum(AssetType), action="append", default=[], help="asset type (repeatable)")
+    s.add_argument("--segment", action="append", default=[], help="segment (repeatable)")
+    s.add_argument("--tag", action="append", default=[], help="tag (repeatable)")
+    s.add_argument("--entity", action="append", default=[], help="entity (repeatable)")
+    s.add_argument("--json", action="store_true", help="results with their explanations")
     s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("principal", help="register principals: gaml principal add ID [--tenant T] [--role R]")
+    psub = s.add_subparsers(dest="principal_command", required=True, metavar="add")
+    a = psub.add_parser("add", help="register (or update) a principal")
+    a.add_argument("id")
+    a.add_argument("--kind", type=_enum(PrincipalKind), default=PrincipalKind.USER)
+    a.add_argument("--tenant", action="append", default=[], help="a tenant it belongs to (repeatable)")
+    a.add_argument("--role", action="append", default=[], help="a role it holds (repeatable)")
+    a.add_argument("--team", action="append", default=[], help="a team it is a member of (repeatable)")
+    a.add_argument("--on-behalf-of", help="for agents and devices: the user they act for")
+    a.set_defaults(func=cmd_principal_add)
+
+    s = sub.add_parser("principals", help="list registered principals")
+    s.set_defaults(func=cmd_principals)
+
+    s = sub.add_parser("grant", help="grant part of your memory to a principal or team, up to a level of detail")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER", help="the owner granting")
+    s.add_argument("--to", required=True, help="grantee: a principal or a team")
+    s.add_argument("--max-level", type=_enum(Level), required=True, help="the finest detail released: l0..l3")
+    s.add_argument("--segment", action="append", default=[], help="only this segment (repeatable)")
+    s.add_argument("--tag", action="append", default=[], help="only assets with one of these tags (repeatable)")
+    s.add_argument("--from", dest="time_from", type=_time, help="only assets created from then")
+    s.add_argument("--to-time", dest="time_to", type=_time, help="only assets created before then")
+    s.add_argument("--expires", type=_time, help="the grant ends then")
+    s.set_defaults(func=cmd_grant)
+
+    s = sub.add_parser("revoke", help="revoke a grant from now on (what was read before stays in the log)")
+    s.add_argument("grant")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.set_defaults(func=cmd_revoke)
+
+    s = sub.add_parser("grants", help="list grants")
+    s.add_argument("--owner")
+    s.add_argument("--to")
+    s.set_defaults(func=cmd_grants)
+
+    s = sub.add_parser("access-log", help="your access log: who read what of your memory, when, how")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.add_argument("--limit", type=_positive)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_access_log)
 
     s = sub.add_parser("stats", help="counts, partitions and index state")
     s.add_argument("--json", action="store_true")

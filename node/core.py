@@ -10,10 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from node.embed import Embedder
-from node.store import Hit, Store
+from node.governance import Governance
+from node.retrieve import Result, Retriever, SearchRequest
+from node.store import Store
+from policy.access import Location, Permission, PolicyError, Principal, UnknownPrincipal, decide
 from policy.errors import Deleted, InvalidAsset, NotFound
 from policy.model import Asset, canonical_json, content_id
-from policy.partitions import Principal, may_search, partition_of
+from policy.partitions import partition_of
 
 # Fields a draft may not set: the node decides them.
 NODE_FIELDS = frozenset({"source_node", "signature", "version", "tombstone", "encryption_key_ref", "heat"})
@@ -34,6 +37,8 @@ class Node:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
+        self.governance = Governance(store)
+        self.retriever = Retriever(store, self.governance, embedder)
 
     @property
     def node_id(self) -> str:
@@ -82,11 +87,19 @@ class Node:
         return asset.evolve(encryption_key_ref=part.key_ref)
 
     def put(self, drafts: Sequence[Mapping[str, Any] | Asset], now: int) -> list[str]:
-        """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids."""
+        """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids.
+
+        An owner this node has not seen before is registered as a user principal.
+        """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
         prepared = [self.prepare(a) for a in assets]
         vectors = self.embedder.embed([a.text() for a in prepared])
         self.store.put_many(prepared, list(vectors), self.embedder.id, self.embedder.dim, sign=True)
+        for owner in sorted({a.owner_id for a in assets if a.owner_id}):  # after the write: a refused batch adds none
+            try:
+                self.governance.principal(owner)
+            except UnknownPrincipal:
+                self.governance.add_principal(Principal(owner))
         return [a.id for a in prepared]
 
     def put_stream(
@@ -111,13 +124,51 @@ class Node:
     def delete(self, id_: str, now: int) -> Asset:
         return self.store.delete(id_, now)
 
-    def search(self, text: str, principal: Principal, k: int = 10) -> list[Hit]:
-        """Nearest assets to ``text`` among the partitions ``principal`` may read (decided before ranking)."""
-        allowed = [p.ref for p in self.store.partitions() if may_search(principal, p.ref)]
-        if not allowed:
-            return []
-        (vector,) = self.embedder.embed([text])
-        return self.store.search(vector, allowed, k)
+    def search(
+        self,
+        text: str,
+        principal: str,
+        now: int,
+        *,
+        k: int = 10,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        trace: bool = False,
+        **filters: Any,
+    ) -> list[Result]:
+        """The governed search: see :mod:`node.retrieve` for its stages. ``filters`` are SearchRequest fields."""
+        req = SearchRequest(text, principal, purpose, now, location, k, **filters)
+        return self.retriever.search(req, trace=trace).results
+
+    def read(
+        self,
+        id_: str,
+        principal: str,
+        now: int,
+        *,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+    ) -> Asset:
+        """One asset, for a principal: authorized like a search result, and logged in its owner's access log."""
+        p = self.governance.principal(principal)
+        asset = self.store.get(id_)
+        d = decide(p, asset, purpose, location, now, self.governance.grants_for(p))
+        if not d.allowed:
+            raise PolicyError(f"{principal} may not {purpose.value} asset {id_} at {location.value}: {d.reason}")
+        if asset.owner_id:
+            self.governance.log(
+                [asset.owner_id],
+                {
+                    "at": now,
+                    "who": p.id,
+                    "on_behalf_of": p.on_behalf_of,
+                    "purpose": purpose.value,
+                    "location": location.value,
+                    "kind": "get",
+                    "read": [{"id": asset.id, "level": asset.level.value, "via": d.via}],
+                },
+            )
+        return asset
 
     def checkpoint(self) -> int:
         return self.store.checkpoint()
@@ -134,15 +185,8 @@ def display_text(asset: Asset) -> str:
     return text if isinstance(text, str) else canonical_json(asset.payload)
 
 
-def hit_json(hit: Hit) -> dict[str, Any]:
-    return {
-        "id": hit.asset.id,
-        "score": round(hit.score, 6),
-        "partition": hit.partition,
-        "path": hit.path,
-        "type": hit.asset.asset_type.value,
-        "text": display_text(hit.asset),
-    }
+def hit_json(hit: Result) -> dict[str, Any]:
+    return {**hit.explain(), "type": hit.asset.asset_type.value, "text": display_text(hit.asset)}
 
 
 __all__ = ["Node", "display_text", "hit_json"]

@@ -11,15 +11,17 @@ from __future__ import annotations
 import pickle
 import struct
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 import hnswlib
 import numpy as np
 
-from node.vectors import as_matrix
+from node.vectors import as_matrix, top_k
 from policy.errors import IndexMismatch, StoreCorrupt
 
 HNSW_MAGIC: Final = b"GHI1"
+EXACT_BELOW: Final = 2048  # an allowed set this small is scored exactly (cheaper and exact; see DESIGN.md §3)
 
 
 class HnswIndex:
@@ -76,15 +78,22 @@ class HnswIndex:
         del self._id[label]
         self._index.mark_deleted(label)
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def search(self, vector: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
         q = as_matrix(vector, self.dim, 1)
-        k = min(k, len(self._label))
+        labels_ok: set[int] | None = None
+        if allowed is not None:
+            labels_ok = {self._label[i] for i in allowed if i in self._label}
+            if len(labels_ok) <= EXACT_BELOW:  # few allowed: score exactly those, never the rest
+                return self._exact(q[0], sorted(labels_ok), k)
+        k = min(k, len(self._label) if labels_ok is None else len(labels_ok))
         if k <= 0:
             return []
         self._index.set_ef(max(self.ef_search, k))
+        # With a filter, hnswlib still walks other nodes of the graph, but scores and returns only allowed labels.
+        filt = None if labels_ok is None else labels_ok.__contains__
         while k > 0:
             try:
-                labels, dists = self._index.knn_query(q, k=k, num_threads=1)
+                labels, dists = self._index.knn_query(q, k=k, num_threads=1, filter=filt)
                 break
             except RuntimeError:  # fewer than k reachable (P7)
                 k -= max(1, k // 4)
@@ -93,6 +102,12 @@ class HnswIndex:
         pairs = [(self._id[int(lb)], 1.0 - float(d)) for lb, d in zip(labels[0], dists[0], strict=True)]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs
+
+    def _exact(self, q: np.ndarray, labels: list[int], k: int) -> list[tuple[str, float]]:
+        if not labels:
+            return []
+        vecs = np.asarray(self._index.get_items(labels), dtype=np.float32)
+        return top_k([self._id[lb] for lb in labels], vecs @ q, k)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         for id_, label in list(self._label.items()):

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 import numpy as np
@@ -804,6 +805,23 @@ class Store:
                 continue  # deleted, or moved out of the partition this index answered for
             hits.append(Hit(asset, score, self._live[pid].part.ref.name, path))
         return hits
+
+    def dense_search(self, pid: bytes, q: np.ndarray, k: int, allowed: AbstractSet[str]) -> list[tuple[str, float]]:
+        """Nearest vectors of one partition among ``allowed`` ids only (index and not-yet-indexed tail).
+
+        Authorization happened before this call: no id outside ``allowed`` is ever scored.
+        """
+        live = self._live[pid]
+        q = np.asarray(q, dtype=np.float32)
+        if q.shape != (live.part.dim,):
+            raise IndexMismatch(f"query of shape {q.shape} against {live.part.ref.name} ({live.part.dim} dims)")
+        everything = len(allowed) >= len(live.views) and allowed >= live.views.views.keys()
+        hits = live.index.search(q, k, None if everything else allowed)
+        tail = [i for i in live.pending if i in allowed]
+        if tail:
+            hits += top_k(tail, np.stack([live.pending[i] for i in tail]) @ q, k)
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]
 
     # -- index maintenance -----------------------------------------------------------------------------------------
 

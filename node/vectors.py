@@ -17,6 +17,7 @@ import io
 import json
 import struct
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Final, Protocol
 
 import numpy as np
@@ -39,8 +40,8 @@ class VectorIndex(Protocol):
         """Forget ``id_``; a no-op when it is absent."""
         ...
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """Up to ``k`` (id, cosine similarity) pairs, best first."""
+    def search(self, vector: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, cosine similarity) pairs, best first; with ``allowed``, only those ids are ever scored."""
         ...
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]: ...
@@ -119,12 +120,17 @@ class ExactIndex:
             self._row[moved] = row
         self._ids.pop()
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def search(self, vector: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
         q = as_matrix(vector, self.dim, 1)[0]
         n = len(self._ids)
         if n == 0:
             return []
-        return top_k(self._ids, self._m[:n] @ q, k)
+        if allowed is None:
+            return top_k(self._ids, self._m[:n] @ q, k)
+        ids = sorted(i for i in allowed if i in self._row)
+        if not ids:
+            return []
+        return top_k(ids, self._m[[self._row[i] for i in ids]] @ q, k)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         for i, id_ in enumerate(self._ids):
@@ -192,8 +198,8 @@ class AdaptiveIndex:
     def remove(self, id_: str) -> None:
         self._inner.remove(id_)
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self._inner.search(vector, k)
+    def search(self, vector: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
+        return self._inner.search(vector, k, allowed)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         return self._inner.items()

@@ -33,7 +33,7 @@ import dataclasses
 import enum
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from policy.errors import GamlError, InvalidAsset
 from policy.model import (
@@ -122,6 +122,43 @@ INFERENCE_REACH: Final[dict[InferencePolicy, Location]] = {
 }
 SCOPE_ORDER: Final = tuple(PrivacyScope)  # narrowest first
 LEVEL_ORDER: Final = tuple(Level)  # most detailed first
+
+
+class Governed(Protocol):
+    """What decisions read of an asset: an :class:`Asset`, or a payload-free view of one."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def tenant_scope(self) -> str: ...
+    @property
+    def privacy_scope(self) -> PrivacyScope: ...
+    @property
+    def allowed_principals(self) -> tuple[str, ...]: ...
+    @property
+    def allowed_roles(self) -> tuple[str, ...]: ...
+    @property
+    def inference_policy(self) -> InferencePolicy: ...
+    @property
+    def training_policy(self) -> TrainingPolicy: ...
+    @property
+    def export_policy(self) -> ExportPolicy: ...
+    @property
+    def replication_policy(self) -> ReplicationPolicy: ...
+    @property
+    def retention_policy(self) -> Retention: ...
+    @property
+    def level(self) -> Level: ...
+    @property
+    def segment(self) -> str: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def tombstone(self) -> bool: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -229,7 +266,7 @@ class Grant:
             and not (self.expires_at and now >= self.expires_at)
         )
 
-    def covers(self, asset: Asset) -> bool:
+    def covers(self, asset: Governed) -> bool:
         """Whether the grant's filter selects the asset (owner, segment, tags, time); the ceiling is separate."""
         if asset.owner_id != self.owner or asset.privacy_scope is PrivacyScope.LOCAL_ONLY:
             return False
@@ -261,14 +298,14 @@ class Decision:
     redact_only: bool = False  # refused as it is, but a redacted packet may go
 
 
-def expired(asset: Asset, now: int) -> bool:
+def expired(asset: Governed, now: int) -> bool:
     r = asset.retention_policy
     return bool(
         (r.delete_at and now >= r.delete_at) or (r.ttl_seconds and now >= asset.created_at + r.ttl_seconds * 1_000_000)
     )
 
 
-def _audience(p: Principal, a: Asset) -> str:
+def _audience(p: Principal, a: Governed) -> str:
     """How ``p`` belongs to the asset's audience ('' when it does not)."""
     if p.user == a.owner_id and a.owner_id:
         return "owner"
@@ -287,7 +324,7 @@ def _audience(p: Principal, a: Asset) -> str:
     return ""
 
 
-def _grant_for(p: Principal, a: Asset, grants: Iterable[Grant], now: int) -> tuple[Grant | None, str]:
+def _grant_for(p: Principal, a: Governed, grants: Iterable[Grant], now: int) -> tuple[Grant | None, str]:
     """The grant that lets ``p`` read ``a`` (the most permissive ceiling), or None and why not."""
     best: Grant | None = None
     reason = "not in the asset's audience and no grant covers it"
@@ -304,14 +341,14 @@ def _grant_for(p: Principal, a: Asset, grants: Iterable[Grant], now: int) -> tup
     return best, reason
 
 
-def reach(a: Asset) -> Location:
+def reach(a: Governed) -> Location:
     """The widest location the asset may be used at as it is (scope and inference policy together)."""
     s, i = SCOPE_REACH[a.privacy_scope], INFERENCE_REACH[a.inference_policy]
     return s if _LOCATION_RANK[s] <= _LOCATION_RANK[i] else i
 
 
 def decide(
-    p: Principal, a: Asset, permission: Permission, location: Location, now: int, grants: Sequence[Grant] = ()
+    p: Principal, a: Governed, permission: Permission, location: Location, now: int, grants: Sequence[Grant] = ()
 ) -> Decision:
     """May ``p`` use ``a`` for ``permission`` at ``location`` at time ``now``? A decision with its reason."""
     if a.tombstone:

@@ -46,29 +46,3 @@ def partition_for(scope: PrivacyScope, owner_id: str, tenant_scope: str) -> Part
 
 def partition_of(asset: Asset) -> PartitionRef:
     return partition_for(asset.privacy_scope, asset.owner_id, asset.tenant_scope)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is asking. The full principal model (roles, purposes, grants) arrives with the policy engine."""
-
-    id: str
-    tenants: frozenset[str] = frozenset()
-
-    @classmethod
-    def parse(cls, text: str) -> Principal:
-        """``alice`` or ``alice@acme,globex`` (a principal and the tenants it belongs to)."""
-        ident, _, tenants = text.partition("@")
-        if not ident:
-            raise GamlError(f"not a principal: {text!r}")
-        return cls(ident, frozenset(t for t in tenants.split(",") if t))
-
-
-def may_search(principal: Principal, ref: PartitionRef) -> bool:
-    """Whether ``principal`` may search the partition: its own, its tenants', and public ones."""
-    kind, _, who = ref.boundary.partition(":")
-    if kind == "owner":
-        return who == principal.id
-    if kind == "tenant":
-        return who in principal.tenants
-    return ref.boundary == "public"

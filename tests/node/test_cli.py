@@ -67,16 +67,29 @@ def test_init_put_get_search_stats(
     assert code == 0, err
     ids = out.split()
     assert len(ids) == 3
-    code, out, _ = run(capsys, "--home", str(home), "get", ids[0])
+    code, out, _ = run(capsys, "--home", str(home), "get", ids[0], "--as", "alice")
     got = json.loads(out)
     assert got["payload"] == {"text": "Alice prefers green tea"} and got["privacy_scope"] == "user_private"
+    code, _, err = run(capsys, "--home", str(home), "principal", "add", "bob")
+    assert code == 0, err
+    code, _, err = run(capsys, "--home", str(home), "get", ids[0], "--as", "bob")
+    assert code == 2 and "may not read" in err
     code, out, _ = run(capsys, "--home", str(home), "search", "green tea", "--as", "alice", "--json")
     hits = json.loads(out)
-    assert hits[0]["id"] == ids[0] and {h["partition"] for h in hits} == {"user_private|owner:alice", "public|public"}
+    assert hits[0]["id"] == ids[0] and hits[0]["path"] == "both" and hits[0]["via"] == "owner"
+    assert hits[0]["stages"][-1] == "governor" and hits[0]["lexical"]["rank"] == 1
     code, out, _ = run(capsys, "--home", str(home), "search", "release", "--as", "bob", "--json")
     assert [h["id"] for h in json.loads(out)] == [ids[2]]  # bob sees only the public fact
-    code, out, _ = run(capsys, "--home", str(home), "search", "release", "--as", "bob@acme", "--json")
+    run(capsys, "--home", str(home), "principal", "add", "bob", "--tenant", "acme")
+    code, out, _ = run(capsys, "--home", str(home), "search", "release", "--as", "bob", "--json")
     assert ids[1] in [h["id"] for h in json.loads(out)]
+    code, _, err = run(capsys, "--home", str(home), "search", "release", "--as", "mallory")
+    assert code == 2 and "unknown principal" in err
+    code, out, _ = run(capsys, "--home", str(home), "access-log", "--as", "alice", "--json")
+    log = json.loads(out)
+    assert {e["who"] for e in log} == {"alice", "bob"} and all(e["read"] for e in log)
+    code, _, err = run(capsys, "--home", str(home), "access-log", "--as", "bob")
+    assert code == 0  # bob's own (empty) log; he cannot name alice's
     code, out, _ = run(capsys, "--home", str(home), "stats", "--json")
     stats = json.loads(out)
     assert stats["assets"] == 3 and len(stats["partitions"]) == 3 and stats["pending"] == 0
@@ -125,9 +138,10 @@ def test_errors_for_missing_home_wrong_passphrase_and_unknown_id(
     """Missing home, wrong passphrase, locked keychain and unknown ids each get their own clear error."""
     code, _, err = run(capsys, "--home", str(tmp_path / "nowhere"), "stats")
     assert code == 2 and "gaml --home" in err and "init" in err
-    code, _, err = run(capsys, "--home", str(home), "get", "0" * 32)
+    run(capsys, "--home", str(home), "principal", "add", "alice")
+    code, _, err = run(capsys, "--home", str(home), "get", "0" * 32, "--as", "alice")
     assert code == 1 and "no asset" in err
-    code, _, err = run(capsys, "--home", str(home), "get", "not-an-id")
+    code, _, err = run(capsys, "--home", str(home), "get", "not-an-id", "--as", "alice")
     assert code == 2 and "not an asset id" in err
     monkeypatch.setenv("GAML_PASSPHRASE", "wrong")
     code, _, err = run(capsys, "--home", str(home), "stats")
@@ -147,9 +161,9 @@ def test_delete_then_get(home: Path, capsys: pytest.CaptureFixture[str], monkeyp
     id_ = out.split()[0]
     code, out, _ = run(capsys, "--home", str(home), "delete", id_)
     assert code == 0 and json.loads(out)["tombstone"] is True
-    code, _, err = run(capsys, "--home", str(home), "get", id_)
+    code, _, err = run(capsys, "--home", str(home), "get", id_, "--as", "alice")
     assert code == 1 and "deleted" in err
-    code, out, _ = run(capsys, "--home", str(home), "get", id_, "--include-deleted")
+    code, out, _ = run(capsys, "--home", str(home), "get", id_, "--include-deleted", "--as", "alice")
     assert code == 0 and json.loads(out)["tombstone"] is True
 
 

@@ -13,7 +13,6 @@ import pytest
 from node.embed import HashEmbedder
 from node.file_keychain import Unlock
 from node.home import init_home, open_node
-from policy.partitions import Principal
 
 KEY = "11" * 32
 WRITER = Path(__file__).with_name("crash_writer.py")
@@ -57,7 +56,7 @@ def test_every_acknowledged_put_survives_sigkill(tmp_path: Path, kills: tuple[in
             node.store.verify(asset)  # signature still verifies
         for id_ in acked[::7]:
             text = node.get(id_).payload["text"]
-            hits = node.search(text, Principal("alice"), 1)
+            hits = node.search(text, "alice", 2_000_000_000_000_000, k=1)
             assert hits and hits[0].asset.id == id_, text
         assert node.store.stats().assets >= len(acked)
     finally:

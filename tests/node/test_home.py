@@ -13,7 +13,6 @@ from node.embed import HashEmbedder
 from node.file_keychain import Unlock
 from node.home import init_home, open_node
 from policy.errors import GamlError, StoreClosed, StoreCorrupt, StoreLocked, WrongPassphrase
-from policy.partitions import Principal
 
 UNLOCK = Unlock(passphrase="correct horse battery staple")
 NOW = 1_700_000_000_000_000
@@ -66,7 +65,7 @@ def test_private_strings_never_reach_the_disk(home: Path, clean_stop: bool) -> N
     node = open_node(home, UNLOCK, embedder=HashEmbedder())
     ids = node.put(private_drafts(), NOW)
     node.put([{"asset_type": "fact", "payload": {"text": "a public fact"}, "privacy_scope": "public"}], NOW)
-    assert node.search("vault code", Principal("alice@acme"), 10)
+    assert node.search("vault code", "alice", NOW + 1, k=10)
     if clean_stop:
         node.close()  # checkpoint: sealed index snapshots are written too
     else:

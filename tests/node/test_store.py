@@ -17,6 +17,7 @@ from node.core import Node
 from node.kv import MemoryKV, Put
 from node.views import View
 from policy import crypto
+from policy.access import Principal as GovPrincipal
 from policy.errors import (
     BadSignature,
     Deleted,
@@ -28,10 +29,11 @@ from policy.errors import (
     WrongKey,
 )
 from policy.model import Asset
-from policy.partitions import PartitionRef, Principal
+from policy.partitions import PartitionRef
 from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
 
 ROOT = Path(__file__).resolve().parents[2]
+LATER = NOW + 1_000_000
 
 
 def signed(node: Node, draft: dict[str, Any]) -> Asset:
@@ -149,7 +151,7 @@ def test_delete_leaves_a_signed_tombstone(world: World) -> None:
         node.get(a)
     assert node.store.get(a, include_deleted=True).tombstone
     assert node.store.list_ids("entity", "X") == []
-    assert all(h.asset.id != a for h in node.search("secret plan", Principal("alice")))
+    assert all(h.asset.id != a for h in node.search("secret plan", "alice", LATER))
     assert world.kv is not None and not [k for k, _ in world.kv.load_range("vectors") if k.endswith(node.store.sid(a))]
     assert node.store.edges(b) == [("derived_from", a)]  # the survivor still names its source
     with pytest.raises(Deleted):
@@ -219,12 +221,16 @@ def test_search_reads_only_allowed_partitions(world: World) -> None:
         NOW,
     )
 
+    node.governance.add_principal(GovPrincipal("dave", tenants=frozenset({"acme"})))
+    node.governance.add_principal(GovPrincipal("mallory"))
+
     def owners(principal: str) -> set[str]:
-        return {h.asset.payload["text"].split()[0] for h in node.search("green tea", Principal.parse(principal), 10)}
+        return {h.asset.payload["text"].split()[0] for h in node.search("green tea", principal, LATER, k=10)}
 
     assert owners("alice") == {"alice", "everyone"}
     assert owners("bob") == {"bob", "everyone"}
-    assert owners("alice@acme") == {"alice", "acme", "everyone"}
+    assert owners("carol") == {"acme", "everyone"}  # her own tenant asset, through ownership
+    assert owners("dave") == {"acme", "everyone"}
     assert owners("mallory") == {"everyone"}
 
 
@@ -232,12 +238,16 @@ def test_search_reads_its_own_writes_then_the_index(world: World) -> None:
     """A fresh write is found through the exact tail; after a checkpoint the partition index answers."""
     node = world.open_node()
     ids = node.put([fact(f"note number {i} about topic {i % 7}") for i in range(60)], NOW)
-    hits = node.search("note number 17 about topic 3", Principal("alice"), 3)
+    (q,) = node.embedder.embed(["note number 17 about topic 3"])
+    alice = [PartitionRef.parse("user_private|owner:alice")]
+    hits = node.store.search(q, alice, 3)
     assert hits[0].asset.id == ids[17] and hits[0].path == "tail"
+    assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
     node.checkpoint()
     assert node.store.pending() == 0
-    hits = node.search("note number 17 about topic 3", Principal("alice"), 3)
+    hits = node.store.search(q, alice, 3)
     assert hits[0].asset.id == ids[17] and hits[0].path == "index"
+    assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
 
 
 def test_replay_after_unclean_stop(world: World) -> None:
@@ -251,9 +261,9 @@ def test_replay_after_unclean_stop(world: World) -> None:
     world.kv.close()  # no checkpoint: an unclean stop
     node = world.open_node()
     assert node.store.replayed_events == 11
-    hits = node.search("late fact 3 zebra", Principal("alice"), 1)
+    hits = node.search("late fact 3 zebra", "alice", LATER, k=1)
     assert hits[0].asset.id == late[3]
-    assert all(h.asset.id != first[0] for h in node.search("early fact 0", Principal("alice"), 40))
+    assert all(h.asset.id != first[0] for h in node.search("early fact 0", "alice", LATER, k=40))
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
@@ -271,7 +281,7 @@ def test_missing_or_corrupt_snapshot_is_rebuilt(world: World, damage: str) -> No
             world.blobs.write(name, blob[:-10] + bytes(10))
     node = world.open_node()
     assert node.store.rebuilt_indexes == 1
-    assert node.search("fact 12 quartz", Principal("alice"), 1)[0].asset.id == ids[12]
+    assert node.search("fact 12 quartz", "alice", LATER, k=1)[0].asset.id == ids[12]
 
 
 def test_wrong_keychain_is_refused() -> None:
@@ -357,13 +367,15 @@ def test_an_edit_that_moves_partitions_leaves_the_old_one_even_after_a_crash(wor
     }
     (id_,) = node.put([shared], NOW)
     node.checkpoint()  # the shared partition's snapshot now holds the id
+    node.governance.add_principal(GovPrincipal("bob", tenants=frozenset({"acme"})))
+    assert [h.asset.id for h in node.search("alice salary", "bob", LATER)] == [id_]
     node.put([{**shared, "privacy_scope": "user_private"}], NOW + 1)
     assert world.kv is not None
     world.kv.close()  # crash: no checkpoint
     node = world.open_node()
     for _ in range(2):
-        assert [h.asset.id for h in node.search("alice salary", Principal.parse("bob@acme"), 5)] == []
-        assert [h.asset.id for h in node.search("alice salary", Principal("alice"), 5)] == [id_]
+        assert [h.asset.id for h in node.search("alice salary", "bob", LATER, k=5)] == []
+        assert [h.asset.id for h in node.search("alice salary", "alice", LATER, k=5)] == [id_]
         node.close()  # and after a clean close and reopen too
         node = world.open_node()
 
@@ -454,7 +466,7 @@ def test_a_snapshot_newer_than_the_journal_is_rebuilt() -> None:
     restored.close()  # crash
     w.make_kv = lambda: restored.reopened()
     node = w.open_node()
-    assert node.search("three new", Principal("alice"), 1)[0].asset.id == new
+    assert node.search("three new", "alice", LATER, k=1)[0].asset.id == new
 
 
 def test_storage_holds_no_asset_id_in_the_clear() -> None:
