@@ -138,7 +138,7 @@ def cmd_get(args: argparse.Namespace) -> None:
 def cmd_delete(args: argparse.Namespace) -> None:
     node = _open(args)
     try:
-        tomb = node.delete(args.id, now_us())
+        tomb = node.delete(args.id, now_us(), by=args.as_)
     finally:
         node.close()
     print(json.dumps({"id": tomb.id, "tombstone": True, "version": tomb.version}))
@@ -357,8 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--include-deleted", action="store_true", help="print the tombstone of a deleted asset")
     s.set_defaults(func=cmd_get)
 
-    s = sub.add_parser("delete", help="delete an asset (a signed tombstone remains)")
+    s = sub.add_parser("delete", help="delete an asset (a signed tombstone remains); only its owner may")
     s.add_argument("id")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
     s.set_defaults(func=cmd_delete)
 
     s = sub.add_parser("search", help="governed hybrid search (dense + BM25) within what the principal may read")

@@ -118,10 +118,13 @@ class Node:
                 progress(len(chunk))
         return ids
 
-    def get(self, id_: str) -> Asset:
-        return self.store.get(id_)
-
-    def delete(self, id_: str, now: int) -> Asset:
+    def delete(self, id_: str, now: int, *, by: str | None = None) -> Asset:
+        """Tombstone an asset. With ``by``, only its owner (or an agent acting for them) may."""
+        if by is not None:
+            p = self.governance.principal(by)
+            owner = self.store.get(id_, include_deleted=True).owner_id
+            if p.user != owner:
+                raise PolicyError(f"only {owner or 'its owner'} may delete asset {id_}")
         return self.store.delete(id_, now)
 
     def search(

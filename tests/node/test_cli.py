@@ -159,7 +159,10 @@ def test_delete_then_get(home: Path, capsys: pytest.CaptureFixture[str], monkeyp
     """`gaml delete` leaves a tombstone: get says deleted, --include-deleted shows the tombstone."""
     _, out, _ = run(capsys, "--home", str(home), "put", stdin=ASSETS, monkeypatch=monkeypatch)
     id_ = out.split()[0]
-    code, out, _ = run(capsys, "--home", str(home), "delete", id_)
+    run(capsys, "--home", str(home), "principal", "add", "bob")
+    code, _, err = run(capsys, "--home", str(home), "delete", id_, "--as", "bob")
+    assert code == 2 and "only alice may delete" in err
+    code, out, _ = run(capsys, "--home", str(home), "delete", id_, "--as", "alice")
     assert code == 0 and json.loads(out)["tombstone"] is True
     code, _, err = run(capsys, "--home", str(home), "get", id_, "--as", "alice")
     assert code == 1 and "deleted" in err

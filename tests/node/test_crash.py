@@ -52,10 +52,10 @@ def test_every_acknowledged_put_survives_sigkill(tmp_path: Path, kills: tuple[in
     try:
         assert len(acked) >= 3 * sum(kills)
         for id_ in acked:
-            asset = node.get(id_)  # present and decrypts
+            asset = node.store.get(id_)  # present and decrypts
             node.store.verify(asset)  # signature still verifies
         for id_ in acked[::7]:
-            text = node.get(id_).payload["text"]
+            text = node.store.get(id_).payload["text"]
             hits = node.search(text, "alice", 2_000_000_000_000_000, k=1)
             assert hits and hits[0].asset.id == id_, text
         assert node.store.stats().assets >= len(acked)

@@ -72,7 +72,7 @@ def test_private_strings_never_reach_the_disk(home: Path, clean_stop: bool) -> N
         node.store.kv.close()  # no checkpoint, WAL only
     assert scan(home, SECRETS) == []
     node = open_node(home, UNLOCK, embedder=HashEmbedder())
-    assert "vault code is" in node.get(ids[0]).payload["text"]  # …yet the owner's node reads them
+    assert "vault code is" in node.store.get(ids[0]).payload["text"]  # …yet the owner's node reads them
     node.close()
     assert scan(home, SECRETS) == []
 
@@ -115,7 +115,7 @@ def test_closed_store_raises_store_closed(home: Path) -> None:
     (id_,) = node.put([{"asset_type": "fact", "payload": {"text": "x"}, "owner_id": "alice"}], NOW)
     node.close()
     with pytest.raises(StoreClosed):
-        node.get(id_)
+        node.store.get(id_)
     with pytest.raises(StoreClosed):
         node.put([{"asset_type": "fact", "payload": {"text": "y"}, "owner_id": "alice"}], NOW)
 

@@ -50,7 +50,7 @@ def test_put_get_round_trip(world: World) -> None:
     """A stored asset comes back equal, signed by the node, with its payload decrypted."""
     node = world.open_node()
     (id_,) = node.put([fact("Alice prefers green tea", entities=["Alice"], tags=["pref"], goal="onboard")], NOW)
-    got = node.get(id_)
+    got = node.store.get(id_)
     assert got.payload == {"text": "Alice prefers green tea"}
     assert got.entities == ("Alice",) and got.goal == "onboard" and got.created_at == NOW
     assert got.source_node == node.node_id and got.signature
@@ -66,7 +66,7 @@ def test_repeated_put_is_an_upsert(world: World) -> None:
     b = node.put([fact("the sky is blue")], NOW + 5)
     assert a == b
     assert node.store.seq == seq
-    assert node.get(a[0]).version == 1
+    assert node.store.get(a[0]).version == 1
 
 
 def test_edit_keeps_id_and_advances_version(world: World) -> None:
@@ -74,7 +74,7 @@ def test_edit_keeps_id_and_advances_version(world: World) -> None:
     node = world.open_node()
     (id_,) = node.put([fact("the sky is blue", entities=["sky"])], NOW)
     node.put([fact("the sky is blue", entities=["sky", "colour"])], NOW + 10)
-    got = node.get(id_)
+    got = node.store.get(id_)
     assert got.version == 2 and got.created_at == NOW and got.updated_at == NOW + 10
     assert node.store.list_ids("entity", "colour") == [id_]
 
@@ -83,7 +83,7 @@ def test_stale_version_is_refused(world: World) -> None:
     """A different asset under a stored id must advance the version; otherwise nothing is written."""
     node = world.open_node()
     (id_,) = node.put([fact("x")], NOW)
-    stored = node.get(id_)
+    stored = node.store.get(id_)
     other = node.store.sign(stored.replace(tags=("t",)))
     before = snapshot(world)
     with pytest.raises(InvalidAsset, match="advance the version"):
@@ -148,7 +148,7 @@ def test_delete_leaves_a_signed_tombstone(world: World) -> None:
     assert tomb.tombstone and tomb.payload == {} and tomb.version == 2
     node.store.verify(tomb)
     with pytest.raises(Deleted):
-        node.get(a)
+        node.store.get(a)
     assert node.store.get(a, include_deleted=True).tombstone
     assert node.store.list_ids("entity", "X") == []
     assert all(h.asset.id != a for h in node.search("secret plan", "alice", LATER))
@@ -305,7 +305,7 @@ def test_altered_record_is_reported_not_returned() -> None:
     blob[-1] ^= 1
     kv._data["assets"][key] = bytes(blob)
     with pytest.raises(StoreCorrupt):
-        node.get(id_)
+        node.store.get(id_)
 
 
 def test_core_is_deterministic() -> None:
@@ -399,7 +399,7 @@ def test_a_failed_partition_creation_can_be_retried() -> None:
         node.put([fact("first")], NOW)
     (id_,) = node.put([fact("first")], NOW)
     w.kv.close()
-    assert w.open_node().get(id_).payload == {"text": "first"}
+    assert w.open_node().store.get(id_).payload == {"text": "first"}
 
 
 def test_refused_batches_create_no_partition_and_no_key(world: World) -> None:
@@ -441,10 +441,10 @@ def test_a_chosen_id_or_an_owner_change_is_refused(world: World) -> None:
     (bobs,) = node.put([fact("bob's note", owner="bob")], NOW)
     with pytest.raises(InvalidAsset, match="content id"):
         node.put([{**fact("mallory text", owner="mallory", privacy_scope="public"), "id": bobs}], NOW)
-    stolen = node.store.sign(node.get(bobs).replace(owner_id="mallory", version=5))
+    stolen = node.store.sign(node.store.get(bobs).replace(owner_id="mallory", version=5))
     with pytest.raises(InvalidAsset, match="cannot change its owner"):
         node.store.put_many([stolen], [None], node.embedder.id, node.embedder.dim)
-    assert node.get(bobs).owner_id == "bob"
+    assert node.store.get(bobs).owner_id == "bob"
 
 
 def test_a_snapshot_newer_than_the_journal_is_rebuilt() -> None:
@@ -529,7 +529,7 @@ def test_policy_views_and_lexical_index_follow_the_records(world: World, stop: s
     )
     node.checkpoint()
     (newer,) = node.put([fact("note 0 revised", supersedes=[ids[0]])], NOW + 1)
-    moved = node.get(ids[1])
+    moved = node.store.get(ids[1])
     node.put([fact(moved.payload["text"], entities=list(moved.entities), privacy_scope="trusted_devices")], NOW + 2)
     node.delete(ids[2], NOW + 3)
     assert world.kv is not None
@@ -544,12 +544,12 @@ def test_policy_views_and_lexical_index_follow_the_records(world: World, stop: s
     expected: dict[str, dict[str, Any]] = {}
     for name, views in _views(node).items():
         for id_ in views:
-            expected.setdefault(name, {})[id_] = View.of(node.get(id_))
+            expected.setdefault(name, {})[id_] = View.of(node.store.get(id_))
     assert _views(node) == expected
     assert sum(len(v) for v in expected.values()) == 30  # 30 + 1 new - 1 deleted
     assert ids[1] in expected["trusted_devices|owner:alice"]
     assert node.store.superseded == {ids[0]: {newer}}
     pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
     found = {node.store.id_of(sid) for sid, _ in node.store.lexical.search(pid, "tea", 50)}
-    tea = {i for i in expected["user_private|owner:alice"] if "tea" in node.get(i).payload["text"]}
+    tea = {i for i in expected["user_private|owner:alice"] if "tea" in node.store.get(i).payload["text"]}
     assert found == tea and tea and ids[1] not in found and ids[2] not in found
