@@ -174,6 +174,15 @@ def cmd_search(args: argparse.Namespace) -> None:
         print(f"{h.score:6.4f} {h.path:<7} {h.asset.id}  {h.asset.asset_type.value:<11} {h.partition:<30} {text}")
 
 
+def cmd_redact(args: argparse.Namespace) -> None:
+    node = _open(args)
+    try:
+        packet = node.redact(args.id, args.as_, now_us())
+    finally:
+        node.close()
+    print(packet)
+
+
 def cmd_principal_add(args: argparse.Namespace) -> None:
     node = _open(args)
     try:
@@ -374,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--entity", action="append", default=[], help="entity (repeatable)")
     s.add_argument("--json", action="store_true", help="results with their explanations")
     s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("redact", help="store a redacted packet of an asset (emails, phones, keys, names removed)")
+    s.add_argument("id")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.set_defaults(func=cmd_redact)
 
     s = sub.add_parser("principal", help="register principals: gaml principal add ID [--tenant T] [--role R]")
     psub = s.add_subparsers(dest="principal_command", required=True, metavar="add")

@@ -17,6 +17,7 @@ from policy.access import Location, Permission, PolicyError, Principal, UnknownP
 from policy.errors import Deleted, InvalidAsset, NotFound
 from policy.model import Asset, canonical_json, content_id
 from policy.partitions import partition_of
+from policy.redact import redacted_packet
 
 # Fields a draft may not set: the node decides them.
 NODE_FIELDS = frozenset({"source_node", "signature", "version", "tombstone", "encryption_key_ref", "heat"})
@@ -126,6 +127,15 @@ class Node:
             if p.user != owner:
                 raise PolicyError(f"only {owner or 'its owner'} may delete asset {id_}")
         return self.store.delete(id_, now)
+
+    def redact(self, id_: str, by: str, now: int) -> str:
+        """Store the redacted packet of an asset (policy.redact), a separately governed derived asset. Owner only."""
+        p = self.governance.principal(by)
+        source = self.store.get(id_)
+        if p.user != source.owner_id:
+            raise PolicyError(f"only {source.owner_id or 'its owner'} may make a redacted packet of asset {id_}")
+        (packet_id,) = self.put([redacted_packet(source, now)], now)
+        return packet_id
 
     def search(
         self,

@@ -203,3 +203,58 @@ def test_init_is_all_or_nothing(
     monkeypatch.setenv("GAML_PASSPHRASE", "p")
     code, out, _ = run(capsys, "--home", str(home), "init", "--embedder", "hash")
     assert code == 0 and json.loads(out)["node_id"]
+
+
+def test_grant_revoke_access_log_and_redact_from_the_cli(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Grants with a ceiling open a slice to a grantee; revocation closes it; the owner's log shows the reads; a
+    redacted packet keeps no secret and points back to its source."""
+    notes = "\n".join(
+        json.dumps(
+            {
+                "asset_type": "fact",
+                "payload": {"text": t},
+                "owner_id": "alice",
+                "segment": seg,
+                "level": lvl,
+                "inference_policy": "public_with_redaction",
+                "entities": ["Maya"],
+            }
+        )
+        for t, seg, lvl in [
+            ("Maya mails maya@example.com about the garden", "home", "l0"),
+            ("garden plan: tomatoes in May", "home", "l2"),
+            ("garden budget at work", "work", "l2"),
+        ]
+    )
+    _, out, _ = run(capsys, "--home", str(home), "put", stdin=notes, monkeypatch=monkeypatch)
+    verbatim, plan, work = out.split()
+    run(capsys, "--home", str(home), "principal", "add", "bob")
+    code, out, err = run(
+        capsys, "--home", str(home), "grant", "--as", "alice", "--to", "bob", "--segment", "home", "--max-level", "l2"
+    )
+    assert code == 0, err
+    grant = json.loads(out)
+    _, out, _ = run(capsys, "--home", str(home), "search", "garden", "--as", "bob", "--json")
+    assert [h["id"] for h in json.loads(out)] == [plan]  # not the L0 note (ceiling), not the work note (segment)
+    assert json.loads(out)[0]["via"] == f"grant:{grant['id']}"
+    _, out, _ = run(capsys, "--home", str(home), "grants", "--to", "bob")
+    assert [g["id"] for g in json.loads(out)] == [grant["id"]]
+    code, _, err = run(capsys, "--home", str(home), "revoke", grant["id"], "--as", "bob")
+    assert code == 2 and "only alice may revoke" in err
+    run(capsys, "--home", str(home), "revoke", grant["id"], "--as", "alice")
+    _, out, _ = run(capsys, "--home", str(home), "search", "garden", "--as", "bob", "--json")
+    assert json.loads(out) == []
+    _, out, _ = run(capsys, "--home", str(home), "access-log", "--as", "alice", "--json")
+    (receipt,) = json.loads(out)
+    assert receipt["who"] == "bob" and receipt["read"] == [
+        {"id": plan, "level": "l2", "path": "both", "via": f"grant:{grant['id']}"}
+    ]
+    code, out, err = run(capsys, "--home", str(home), "redact", verbatim, "--as", "alice")
+    assert code == 0, err
+    _, out, _ = run(capsys, "--home", str(home), "get", out.strip(), "--as", "alice")
+    packet = json.loads(out)
+    assert packet["derived_from"] == [verbatim] and "maya@example.com" not in out and "Maya" not in out
+    _, out, _ = run(capsys, "--home", str(home), "search", "garden budget", "--as", "alice", "--json")
+    assert work in [h["id"] for h in json.loads(out)]
