@@ -8,6 +8,7 @@ Exit codes: 0 success, 1 not found, 2 bad input or refused, 3 store or keychain 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import getpass
 import json
@@ -83,8 +84,14 @@ def cmd_init(args: argparse.Namespace) -> None:
     print(json.dumps({"home": str(args.home), "node_id": node_id, "embedder": args.embedder}))
 
 
-def _open(args: argparse.Namespace) -> Node:
-    return open_node(args.home, _unlock())
+@contextlib.contextmanager
+def _node(args: argparse.Namespace, *, checkpoint: bool = True) -> Iterator[Node]:
+    """The node of ``--home``, closed afterwards (checkpointing its indexes unless ``checkpoint=False``)."""
+    node = open_node(args.home, _unlock())
+    try:
+        yield node
+    finally:
+        node.close(checkpoint=checkpoint)
 
 
 def cmd_put(args: argparse.Namespace) -> None:
@@ -102,8 +109,7 @@ def cmd_put(args: argparse.Namespace) -> None:
             drafts.append(fields)
         except GamlError as e:
             raise type(e)(f"{where}: {e}") from None
-    node = _open(args)
-    try:
+    with _node(args) as node:
         now = now_us()
         built = []
         for i, d in enumerate(drafts):
@@ -113,15 +119,12 @@ def cmd_put(args: argparse.Namespace) -> None:
                 raise type(e)(f"asset #{i + 1}: {e}") from None
         with _progress(len(built), "put") as bar:
             ids = node.put_stream(built, now, batch=args.batch, progress=bar.update)
-    finally:
-        node.close()
     for id_ in ids:
         print(id_)
 
 
 def cmd_get(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         try:
             asset = node.read(args.id, args.as_, now_us(), purpose=args.purpose, location=args.location)
         except Deleted:
@@ -130,23 +133,17 @@ def cmd_get(args: argparse.Namespace) -> None:
             asset = node.store.get(args.id, include_deleted=True)  # a tombstone: no payload, shown to its owner only
             if node.governance.principal(args.as_).user != asset.owner_id:
                 raise
-    finally:
-        node.close(checkpoint=False)
     print(json.dumps(asset_to_json(asset), indent=2, ensure_ascii=False))
 
 
 def cmd_delete(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args) as node:
         tomb = node.delete(args.id, now_us(), by=args.as_)
-    finally:
-        node.close()
     print(json.dumps({"id": tomb.id, "tombstone": True, "version": tomb.version}))
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args) as node:
         hits = node.search(
             args.text,
             args.as_,
@@ -161,8 +158,6 @@ def cmd_search(args: argparse.Namespace) -> None:
             tags=frozenset(args.tag),
             entities=frozenset(args.entity),
         )
-    finally:
-        node.close()
     if args.json:
         print(json.dumps([hit_json(h) for h in hits], indent=2, ensure_ascii=False))
         return
@@ -175,17 +170,13 @@ def cmd_search(args: argparse.Namespace) -> None:
 
 
 def cmd_redact(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args) as node:
         packet = node.redact(args.id, args.as_, now_us())
-    finally:
-        node.close()
     print(packet)
 
 
 def cmd_principal_add(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         p = node.governance.add_principal(
             Principal(
                 args.id,
@@ -196,23 +187,17 @@ def cmd_principal_add(args: argparse.Namespace) -> None:
                 args.on_behalf_of or "",
             )
         )
-    finally:
-        node.close(checkpoint=False)
     print(json.dumps(p.to_json()))
 
 
 def cmd_principals(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         ps = node.governance.principals()
-    finally:
-        node.close(checkpoint=False)
     print(json.dumps([p.to_json() for p in ps], indent=2))
 
 
 def cmd_grant(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         g = node.governance.grant(
             Grant(
                 args.as_,
@@ -226,36 +211,25 @@ def cmd_grant(args: argparse.Namespace) -> None:
                 args.expires or 0,
             )
         )
-    finally:
-        node.close(checkpoint=False)
     print(json.dumps(g.to_json()))
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         g = node.governance.revoke(args.grant, node.governance.principal(args.as_), now_us())
-    finally:
-        node.close(checkpoint=False)
     print(json.dumps(g.to_json()))
 
 
 def cmd_grants(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         gs = node.governance.grants(owner=args.owner, grantee=args.to)
-    finally:
-        node.close(checkpoint=False)
     print(json.dumps([g.to_json() for g in gs], indent=2))
 
 
 def cmd_access_log(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args, checkpoint=False) as node:
         p = node.governance.principal(args.as_)
         log = node.governance.access_log(p.user, p, limit=args.limit)
-    finally:
-        node.close(checkpoint=False)
     if args.json:
         print(json.dumps(log, indent=2))
         return
@@ -265,8 +239,7 @@ def cmd_access_log(args: argparse.Namespace) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
-    node = _open(args)
-    try:
+    with _node(args) as node:
         s = node.store.stats()
         files = sum(p.stat().st_size for p in args.home.rglob("*") if p.is_file())
         out = {
@@ -282,8 +255,6 @@ def cmd_stats(args: argparse.Namespace) -> None:
             "replayed_events": s.replayed_events,
             "bytes_on_disk": files,
         }
-    finally:
-        node.close()
     if args.json:
         print(json.dumps(out, indent=2))
         return

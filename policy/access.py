@@ -30,12 +30,12 @@ to widen a policy, and it returns the audit record that must be stored with the 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Protocol
 
-from policy.errors import GamlError, InvalidAsset
+from policy import model
+from policy.errors import GamlError, InvalidAsset, UnknownEnumValue
 from policy.model import (
     Asset,
     ExportPolicy,
@@ -59,18 +59,15 @@ class PolicyError(GamlError, ValueError):
     """A request or a grant that is malformed (a missing purpose, a bad filter, a team inside a team …)."""
 
 
-class _Named(enum.Enum):
+class _Named(model._Named):
+    """The model's named enums, refusing unknown names with a :class:`PolicyError`."""
+
     @classmethod
     def parse(cls, value: object) -> Any:
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            for member in cls:
-                if member.value == value.strip().lower():
-                    return member
-        raise PolicyError(
-            f"{cls.__name__}: unknown value {value!r}; expected one of: {', '.join(m.value for m in cls)}"
-        )
+        try:
+            return super().parse(value)
+        except UnknownEnumValue as e:
+            raise PolicyError(str(e)) from None
 
 
 class PrincipalKind(_Named):
