@@ -86,12 +86,14 @@ def cmd_init(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def _node(args: argparse.Namespace, *, checkpoint: bool = True) -> Iterator[Node]:
-    """The node of ``--home``, closed afterwards (checkpointing its indexes unless ``checkpoint=False``)."""
+    """The node of ``--home``, closed afterwards (after a checkpoint of its indexes, unless ``checkpoint=False``)."""
     node = open_node(args.home, _unlock())
     try:
         yield node
-    finally:
-        node.close(checkpoint=checkpoint)
+    except BaseException:
+        node.close(checkpoint=False)  # the journal has every acknowledged write; do not mask the error
+        raise
+    node.close(checkpoint=checkpoint)
 
 
 def cmd_put(args: argparse.Namespace) -> None:
