@@ -107,7 +107,7 @@ class HnswIndex:
         if not labels:
             return []
         vecs = np.asarray(self._index.get_items(labels), dtype=np.float32)
-        return top_k([self._id[lb] for lb in labels], vecs @ q, k)
+        return top_k([self._id[lb] for lb in labels], np.dot(vecs, q), k)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         for id_, label in list(self._label.items()):

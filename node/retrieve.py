@@ -206,40 +206,34 @@ class Retriever:
         self._record(t, "policy", allowed)
         views = {id_: self.store._live[pid].views.views[id_] for id_, (_, pid) in allowed.items()}
         # 4. trust
-        keep = _filter(
-            views,
-            lambda v: (
-                TRUST_RANK[v.trust_class] >= TRUST_RANK[req.min_trust]
-                and v.provenance_score >= req.min_provenance
-                and v.confidence_score >= req.min_confidence
-            ),
-        )
+        keep = views
+        if req.min_trust is not TrustClass.UNVERIFIED or req.min_provenance or req.min_confidence:
+            keep = _filter(
+                keep,
+                lambda v: (
+                    TRUST_RANK[v.trust_class] >= TRUST_RANK[req.min_trust]
+                    and v.provenance_score >= req.min_provenance
+                    and v.confidence_score >= req.min_confidence
+                ),
+            )
         self._record(t, "trust", keep)
         # 5. metadata prefilter
-        keep = _filter(
-            keep,
-            lambda v: (
-                (not req.types or v.asset_type in req.types)
-                and (not req.entities or bool(req.entities & set(v.entities)))
-                and (not req.segments or v.segment in req.segments)
-                and (not req.tags or bool(req.tags & set(v.tags)))
-                and (not req.levels or v.level in req.levels)
-                and v.created_at >= req.created_from
-                and (not req.created_to or v.created_at < req.created_to)
-            ),
-        )
+        if req.types or req.entities or req.segments or req.tags or req.levels or req.created_from or req.created_to:
+            keep = _filter(
+                keep,
+                lambda v: (
+                    (not req.types or v.asset_type in req.types)
+                    and (not req.entities or bool(req.entities & set(v.entities)))
+                    and (not req.segments or v.segment in req.segments)
+                    and (not req.tags or bool(req.tags & set(v.tags)))
+                    and (not req.levels or v.level in req.levels)
+                    and v.created_at >= req.created_from
+                    and (not req.created_to or v.created_at < req.created_to)
+                ),
+            )
         self._record(t, "prefilter", keep)
         # 6. temporal resolution
-        at = req.as_of or req.now
-        keep = _filter(
-            keep,
-            lambda v: (
-                v.created_at <= at
-                and v.valid_from <= at
-                and not (v.valid_to and v.valid_to <= at)
-                and not self._superseded(v.id, at)
-            ),
-        )
+        keep = self._temporal(keep, req.as_of or req.now)
         self._record(t, "temporal", keep)
         # 7. relevance
         ranked, dense, lexical = self._relevance(req, keep, {i: allowed[i][1] for i in keep})
@@ -259,16 +253,31 @@ class Retriever:
         if t is not None:
             t.stages[stage] = set(ids)
 
-    def _superseded(self, id_: str, at: int) -> bool:
-        by = self.store.superseded.get(id_)
-        if not by:
-            return False
-        for other in by:
-            for live in self.store._live.values():
-                v = live.views.get(other)
-                if v is not None and v.created_at <= at:
-                    return True
-        return False
+    def _temporal(self, keep: dict[str, View], at: int) -> dict[str, View]:
+        """Drop what was not yet known at ``at``, not (or no longer) valid then, or superseded by then.
+
+        Only the assets that can fail are looked at: the superseded ones, those with a validity window, and (for a
+        time before the newest asset) those created after ``at``.
+        """
+        out = dict(keep)
+        for id_ in [i for i in self.store.superseded if i in out]:
+            if any(self._created_at(other) <= at for other in self.store.superseded[id_]):
+                del out[id_]
+        for live in self.store._live.values():
+            views = live.views
+            candidates = views.views.keys() if at < views.latest_created else views.timed
+            for id_ in [i for i in candidates if i in out]:
+                v = views.views[id_]
+                if v.created_at > at or v.valid_from > at or (v.valid_to and v.valid_to <= at):
+                    del out[id_]
+        return out
+
+    def _created_at(self, id_: str) -> int:
+        for live in self.store._live.values():
+            v = live.views.get(id_)
+            if v is not None:
+                return v.created_at
+        return 2**63  # not a live asset: it supersedes nothing
 
     def _relevance(
         self, req: SearchRequest, keep: dict[str, View], where: dict[str, bytes]
@@ -292,10 +301,10 @@ class Retriever:
         if req.mode in ("hybrid", "lexical") and req.text.strip():
             lex: list[tuple[str, float]] = []
             for pid, ids in by_pid.items():
-
-                def ok(sid: bytes, ids: set[str] = ids) -> bool:
-                    return self.store.id_of(sid) in ids
-
+                # Every posting is checked against the authorized set before it is scored, unless that set is the
+                # whole partition (then there is nothing to exclude).
+                whole = len(ids) == len(self.store._live[pid].views)
+                ok = None if whole else {self.store.sid(i) for i in ids}.__contains__
                 lex += [(self.store.id_of(sid), s) for sid, s in self.store.lexical.search(pid, req.text, depth, ok)]
             lex.sort(key=lambda h: (-h[1], h[0]))
             lexical = {i: (r + 1, s) for r, (i, s) in enumerate(lex[:depth])}

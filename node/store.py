@@ -794,7 +794,7 @@ class Store:
             if live.pending:
                 ids = list(live.pending)
                 mat = np.stack([live.pending[i] for i in ids])
-                for id_, score in top_k(ids, mat @ q, k):
+                for id_, score in top_k(ids, np.dot(mat, q), k):
                     cands[id_] = (score, pid, "tail")
         ranked = top_k(list(cands), np.array([c[0] for c in cands.values()], dtype=np.float32), k)
         assets = self.get_many([i for i, _ in ranked])
@@ -819,7 +819,7 @@ class Store:
         hits = live.index.search(q, k, None if everything else allowed)
         tail = [i for i in live.pending if i in allowed]
         if tail:
-            hits += top_k(tail, np.stack([live.pending[i] for i in tail]) @ q, k)
+            hits += top_k(tail, np.dot(np.stack([live.pending[i] for i in tail]), q), k)
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
 

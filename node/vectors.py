@@ -126,11 +126,11 @@ class ExactIndex:
         if n == 0:
             return []
         if allowed is None:
-            return top_k(self._ids, self._m[:n] @ q, k)
+            return top_k(self._ids, np.dot(self._m[:n], q), k)
         ids = sorted(i for i in allowed if i in self._row)
         if not ids:
             return []
-        return top_k(ids, self._m[[self._row[i] for i in ids]] @ q, k)
+        return top_k(ids, np.dot(self._m[[self._row[i] for i in ids]], q), k)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         for i, id_ in enumerate(self._ids):

@@ -129,6 +129,8 @@ class PartitionViews:
         self.groups: dict[Signature, set[str]] = {}
         self.readers: dict[str, set[str]] = {}
         self.expiring: dict[str, int] = {}
+        self.timed: set[str] = set()  # ids with a validity window
+        self.latest_created = 0  # the newest created_at ever put (an upper bound after removals)
 
     def __len__(self) -> int:
         return len(self.views)
@@ -147,6 +149,9 @@ class PartitionViews:
             self.readers.setdefault(key, set()).add(v.id)
         if v.deadline:
             self.expiring[v.id] = v.deadline
+        if v.valid_from or v.valid_to:
+            self.timed.add(v.id)
+        self.latest_created = max(self.latest_created, v.created_at)
 
     def remove(self, id_: str) -> View | None:
         v = self.views.pop(id_, None)
@@ -162,6 +167,7 @@ class PartitionViews:
             if not ids:
                 del self.readers[key]
         self.expiring.pop(id_, None)
+        self.timed.discard(id_)
         return v
 
     def expired(self, now: int) -> set[str]:
