@@ -198,17 +198,13 @@ class Retriever:
         parts = self._partitions(p, grants)
         if t is not None:
             t.partitions = [self.store._live[pid].part.ref.name for pid, _ in parts]
-        # 3. policy
-        allowed: dict[str, tuple[str, bytes]] = {}
-        for pid, access in parts:
-            for id_, via in self._authorize(p, req, pid, access, grants).items():
-                allowed[id_] = (via, pid)
-        self._record(t, "policy", allowed)
-        views = {id_: self.store._live[pid].views.views[id_] for id_, (_, pid) in allowed.items()}
+        # 3. policy: per partition, the authorized ids and how each was authorized
+        auth = {pid: self._authorize(p, req, pid, access, grants) for pid, access in parts}
+        keep: dict[bytes, set[str]] = {pid: set(ids) for pid, ids in auth.items()}
+        self._record(t, "policy", keep)
         # 4. trust
-        keep = views
         if req.min_trust is not TrustClass.UNVERIFIED or req.min_provenance or req.min_confidence:
-            keep = _filter(
+            keep = self._filter(
                 keep,
                 lambda v: (
                     TRUST_RANK[v.trust_class] >= TRUST_RANK[req.min_trust]
@@ -219,7 +215,7 @@ class Retriever:
         self._record(t, "trust", keep)
         # 5. metadata prefilter
         if req.types or req.entities or req.segments or req.tags or req.levels or req.created_from or req.created_to:
-            keep = _filter(
+            keep = self._filter(
                 keep,
                 lambda v: (
                     (not req.types or v.asset_type in req.types)
@@ -233,44 +229,47 @@ class Retriever:
             )
         self._record(t, "prefilter", keep)
         # 6. temporal resolution
-        keep = self._temporal(keep, req.as_of or req.now)
+        self._temporal(keep, req.as_of or req.now)
         self._record(t, "temporal", keep)
         # 7. relevance
-        ranked, dense, lexical = self._relevance(req, keep, {i: allowed[i][1] for i in keep})
+        ranked, dense, lexical = self._relevance(req, keep)
         if t is not None:
             t.dense, t.lexical = set(dense), set(lexical)
-            t.stages["relevance"] = {i for i, _ in ranked}
+            t.stages["relevance"] = {i for i, _, _ in ranked}
         # 8. governor
-        results = self._govern(req, ranked, dense, lexical, allowed)
+        results = self._govern(req, ranked, dense, lexical, auth)
         if t is not None:
             t.stages["governor"] = {r.asset.id for r in results}
         if log and results:
             self._log(p, req, results)
-        path = req.mode if req.mode != "hybrid" else "hybrid"
-        return Response(results, path, len(parts), len(allowed), t)
+        return Response(results, req.mode, len(parts), sum(len(a) for a in auth.values()), t)
 
-    def _record(self, t: Trace | None, stage: str, ids: dict[str, Any]) -> None:
+    def _record(self, t: Trace | None, stage: str, keep: dict[bytes, set[str]]) -> None:
         if t is not None:
-            t.stages[stage] = set(ids)
+            t.stages[stage] = set().union(*keep.values())
 
-    def _temporal(self, keep: dict[str, View], at: int) -> dict[str, View]:
-        """Drop what was not yet known at ``at``, not (or no longer) valid then, or superseded by then.
+    def _filter(self, keep: dict[bytes, set[str]], ok: Callable[[View], bool]) -> dict[bytes, set[str]]:
+        out = {}
+        for pid, ids in keep.items():
+            views = self.store._live[pid].views.views
+            out[pid] = {i for i in ids if ok(views[i])}
+        return out
+
+    def _temporal(self, keep: dict[bytes, set[str]], at: int) -> None:
+        """Drop (in place) what was not yet known at ``at``, not (or no longer) valid then, or superseded by then.
 
         Only the assets that can fail are looked at: the superseded ones, those with a validity window, and (for a
-        time before the newest asset) those created after ``at``.
+        time before a partition's newest asset) those created after ``at``.
         """
-        out = dict(keep)
-        for id_ in [i for i in self.store.superseded if i in out]:
-            if any(self._created_at(other) <= at for other in self.store.superseded[id_]):
-                del out[id_]
-        for live in self.store._live.values():
-            views = live.views
+        gone = {i for i, by in self.store.superseded.items() if any(self._created_at(other) <= at for other in by)}
+        for pid, ids in keep.items():
+            views = self.store._live[pid].views
+            ids -= gone
             candidates = views.views.keys() if at < views.latest_created else views.timed
-            for id_ in [i for i in candidates if i in out]:
+            for id_ in [i for i in candidates if i in ids]:
                 v = views.views[id_]
                 if v.created_at > at or v.valid_from > at or (v.valid_to and v.valid_to <= at):
-                    del out[id_]
-        return out
+                    ids.discard(id_)
 
     def _created_at(self, id_: str) -> int:
         for live in self.store._live.values():
@@ -280,13 +279,12 @@ class Retriever:
         return 2**63  # not a live asset: it supersedes nothing
 
     def _relevance(
-        self, req: SearchRequest, keep: dict[str, View], where: dict[str, bytes]
-    ) -> tuple[list[tuple[str, float]], dict[str, tuple[int, float]], dict[str, tuple[int, float]]]:
-        if not keep:
+        self, req: SearchRequest, keep: dict[bytes, set[str]]
+    ) -> tuple[list[tuple[str, float, bytes]], dict[str, tuple[int, float]], dict[str, tuple[int, float]]]:
+        by_pid = {pid: ids for pid, ids in keep.items() if ids}
+        if not by_pid:
             return [], {}, {}
-        by_pid: dict[bytes, set[str]] = {}
-        for id_, pid in where.items():
-            by_pid.setdefault(pid, set()).add(id_)
+        where = {}
         depth = max(4 * req.k, 50)
         dense: dict[str, tuple[int, float]] = {}
         lexical: dict[str, tuple[int, float]] = {}
@@ -295,7 +293,9 @@ class Retriever:
             if float(np.linalg.norm(q)) > 0:
                 hits: list[tuple[str, float]] = []
                 for pid, ids in by_pid.items():
-                    hits += self.store.dense_search(pid, q, depth, ids)
+                    found = self.store.dense_search(pid, q, depth, ids)
+                    where.update(dict.fromkeys((i for i, _ in found), pid))
+                    hits += found
                 hits.sort(key=lambda h: (-h[1], h[0]))
                 dense = {i: (r + 1, s) for r, (i, s) in enumerate(hits[:depth])}
         if req.mode in ("hybrid", "lexical") and req.text.strip():
@@ -305,27 +305,29 @@ class Retriever:
                 # whole partition (then there is nothing to exclude).
                 whole = len(ids) == len(self.store._live[pid].views)
                 ok = None if whole else {self.store.sid(i) for i in ids}.__contains__
-                lex += [(self.store.id_of(sid), s) for sid, s in self.store.lexical.search(pid, req.text, depth, ok)]
+                found = [(self.store.id_of(sid), s) for sid, s in self.store.lexical.search(pid, req.text, depth, ok)]
+                where.update(dict.fromkeys((i for i, _ in found), pid))
+                lex += found
             lex.sort(key=lambda h: (-h[1], h[0]))
             lexical = {i: (r + 1, s) for r, (i, s) in enumerate(lex[:depth])}
         fused: dict[str, float] = {}
         for table in (dense, lexical):
             for id_, (rank, _) in table.items():
                 fused[id_] = fused.get(id_, 0.0) + 1.0 / (RRF_K + rank)
-        ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(((i, s, where[i]) for i, s in fused.items()), key=lambda r: (-r[1], r[0]))
         return ranked, dense, lexical
 
     def _govern(
         self,
         req: SearchRequest,
-        ranked: list[tuple[str, float]],
+        ranked: list[tuple[str, float, bytes]],
         dense: dict[str, tuple[int, float]],
         lexical: dict[str, tuple[int, float]],
-        allowed: dict[str, tuple[str, bytes]],
+        auth: dict[bytes, dict[str, str]],
     ) -> list[Result]:
         boosted = []
-        for id_, base in ranked:
-            v = self.store._live[allowed[id_][1]].views.views[id_]
+        for id_, base, pid in ranked:
+            v = self.store._live[pid].views.views[id_]
             boosts: dict[str, float] = {}
             score = base
             if req.recency_half_life_s:
@@ -335,9 +337,9 @@ class Retriever:
             if req.trust_boost:
                 boosts["trust"] = req.trust_boost * TRUST_RANK[v.trust_class] / 2
                 score *= 1.0 + boosts["trust"]
-            boosted.append((score, id_, boosts, v))
+            boosted.append((score, id_, boosts, v, pid))
         boosted.sort(key=lambda b: (-b[0], b[1]))
-        chosen: list[tuple[float, str, dict[str, float], View]] = []
+        chosen: list[tuple[float, str, dict[str, float], View, bytes]] = []
         per_segment: dict[str, int] = {}
         for b in boosted:
             seg = b[3].segment
@@ -349,13 +351,12 @@ class Retriever:
                 break
         assets = self.store.get_many([c[1] for c in chosen])
         out = []
-        for (score, id_, boosts, _), asset in zip(chosen, assets, strict=True):
+        for (score, id_, boosts, _, pid), asset in zip(chosen, assets, strict=True):
             if asset is None:  # pragma: no cover - views follow the records; a race would be a bug
                 raise GamlError(f"asset {id_} vanished between authorization and reading")
             d, lx = dense.get(id_), lexical.get(id_)
             path = "both" if d and lx else "dense" if d else "lexical"
-            via, pid = allowed[id_]
-            out.append(Result(asset, score, path, d, lx, boosts, via, self.store._live[pid].part.ref.name))
+            out.append(Result(asset, score, path, d, lx, boosts, auth[pid][id_], self.store._live[pid].part.ref.name))
         return out
 
     def _log(self, p: Principal, req: SearchRequest, results: Sequence[Result]) -> None:
