@@ -37,6 +37,7 @@ import argparse
 import cProfile
 import datetime as dt
 import gc
+import hashlib
 import heapq
 import io
 import json
@@ -46,6 +47,7 @@ import pstats
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -155,36 +157,43 @@ def summary(xs: Sequence[float]) -> dict[str, float]:
 # -- profile -------------------------------------------------------------------------------------------------------
 
 
-def profile_points() -> tuple[tuple[str, Callable[..., Any]], ...]:
-    """(label, function): the stages of governed search, for a per-query breakdown of the profile."""
+def profile_points() -> list[tuple[str, Callable[..., Any]]]:
+    """(label, function): the stages of governed search, for a per-query breakdown of the profile.
+
+    Looked up by name, so that a stage the code under test no longer has is left out rather than failing the run.
+    """
+    from node import retrieve
     from node.governance import Governance
     from node.hnsw_index import HnswIndex
     from node.lexical import LexicalIndex
-    from node.retrieve import Retriever, _filter
     from node.vectors import ExactIndex
-    from policy.access import decide
+    from policy import access
 
-    return (
-        ("Retriever.search (total)", Retriever.search),
-        ("1 identity: Governance.principal", Governance.principal),
-        ("1 identity: Governance.grants_for", Governance.grants_for),
-        ("2 partitions: Retriever._partitions", Retriever._partitions),
-        ("3 policy: Retriever._authorize", Retriever._authorize),
-        ("3 policy: decide (one per policy group)", decide),
-        ("4-6 trust, prefilter, temporal: _filter (3 passes)", _filter),
-        ("6 temporal: Retriever._superseded (per id)", Retriever._superseded),
-        ("7 relevance: Retriever._relevance", Retriever._relevance),
-        ("7 dense: HashEmbedder.embed (query)", HashEmbedder.embed),
-        ("7 dense: Store.dense_search", Store.dense_search),
-        ("7 dense: HnswIndex.search", HnswIndex.search),
-        ("7 dense: ExactIndex.search", ExactIndex.search),
-        ("7 lexical: LexicalIndex.search", LexicalIndex.search),
-        ("7 lexical: LexicalIndex._postings (RocksDB range scan per term)", LexicalIndex._postings),
-        ("7 lexical: Store.id_of (sid decryption per posting)", Store.id_of),
-        ("8 governor: Retriever._govern", Retriever._govern),
-        ("8 governor: Store.get_many (read + decrypt k records)", Store.get_many),
-        ("receipt: Retriever._log", Retriever._log),
+    R = retrieve.Retriever
+    wanted: tuple[tuple[str, Any, str], ...] = (
+        ("Retriever.search (total)", R, "search"),
+        ("1 identity: Governance.principal", Governance, "principal"),
+        ("1 identity: Governance.grants_for", Governance, "grants_for"),
+        ("2 partitions: Retriever._partitions", R, "_partitions"),
+        ("3 policy: Retriever._authorize", R, "_authorize"),
+        ("3 policy: decide (one per policy group)", access, "decide"),
+        ("4-6 trust, prefilter, temporal: _filter", retrieve, "_filter"),
+        ("6 temporal: Retriever._superseded (per id)", R, "_superseded"),
+        ("6 temporal: Retriever._temporal", R, "_temporal"),
+        ("7 relevance: Retriever._relevance", R, "_relevance"),
+        ("7 dense: HashEmbedder.embed (query)", HashEmbedder, "embed"),
+        ("7 dense: Store.dense_search", Store, "dense_search"),
+        ("7 dense: HnswIndex.search", HnswIndex, "search"),
+        ("7 dense: ExactIndex.search", ExactIndex, "search"),
+        ("7 lexical: LexicalIndex.search", LexicalIndex, "search"),
+        ("7 lexical: LexicalIndex._postings (RocksDB range scan per term)", LexicalIndex, "_postings"),
+        ("7 lexical: Store.sid (id encryption)", Store, "sid"),
+        ("7 lexical: Store.id_of (sid decryption)", Store, "id_of"),
+        ("8 governor: Retriever._govern", R, "_govern"),
+        ("8 governor: Store.get_many (read + decrypt k records)", Store, "get_many"),
+        ("receipt: Retriever._log", R, "_log"),
     )
+    return [(label, getattr(owner, name)) for label, owner, name in wanted if hasattr(owner, name)]
 
 
 def profile_summary(stats: pstats.Stats, queries: int) -> dict[str, Any]:
@@ -210,6 +219,27 @@ def profile_summary(stats: pstats.Stats, queries: int) -> dict[str, Any]:
 # -- main ----------------------------------------------------------------------------------------------------------
 
 
+def code_version() -> dict[str, Any]:
+    """The commit and the uncommitted changes of the code under test (node/, policy/), as imported at start."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=30).stdout.rstrip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    dirty = [line[3:] for line in git("status", "--porcelain", "--", "node", "policy").splitlines()]
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(dirty):
+        path = root / name
+        digest.update(name.encode() + (path.read_bytes() if path.is_file() else b""))
+    return {"commit": git("rev-parse", "--short", "HEAD"), "dirty": dirty, "dirty_digest": digest.hexdigest()}
+
+
+CODE: dict[str, Any] = {}
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.retrieve_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=100_000, help="assets")
@@ -233,6 +263,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    CODE.update(code_version())
     if args.n < 50 or args.k <= 0 or args.queries <= 0 or args.batch <= 0:
         raise SystemExit("--n must be at least 50; --k, --queries and --batch positive")
     started = dt.datetime.now(dt.UTC)
@@ -417,31 +448,36 @@ def _bench(
         check(governed(text, "hybrid", True))
         raw_five(q)
         raw_shared(q)
+    calls: dict[str, Callable[[str, np.ndarray], Any]] = {
+        "embed": lambda text, q: emb.embed([text]),
+        "dense": lambda text, q: governed(text, "dense", False),
+        "hybrid": lambda text, q: governed(text, "hybrid", False),
+        "hybrid_log": lambda text, q: governed(text, "hybrid", True),
+        "raw5": lambda text, q: raw_five(q),
+        "shared": lambda text, q: raw_shared(q),
+    }
+    # A seeded random order per query: whichever method reads a query's postings and records first warms RocksDB's
+    # block cache for the others, so a fixed order would favour the later ones.
+    orng = random.Random(f"order-{args.seed}")
+    order = list(methods)
+    load_before = os.getloadavg()
     pc = time.perf_counter
     timed = list(zip(qtexts[args.warmup :], qvecs[args.warmup :], strict=True))
     for text, q in tqdm(timed, desc="queries", file=sys.stderr, mininterval=1.0, leave=False):
-        t0 = pc()
-        emb.embed([text])
-        t1 = pc()
-        rd = governed(text, "dense", False)
-        t2 = pc()
-        rh = governed(text, "hybrid", False)
-        t3 = pc()
-        rl = governed(text, "hybrid", True)
-        t4 = pc()
-        g5 = raw_five(q)
-        t5 = pc()
-        gs = raw_shared(q)
-        t6 = pc()
-        for m, start, end in zip(methods, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6), strict=True):
-            lat[m].append(1000 * (end - start))
-        for resp in (rd, rh, rl):
-            check(resp)
-        for r in rh.results:
+        orng.shuffle(order)
+        out: dict[str, Any] = {}
+        for m in order:
+            t0 = pc()
+            out[m] = calls[m](text, q)
+            lat[m].append(1000 * (pc() - t0))
+        for m in ("dense", "hybrid", "hybrid_log"):
+            check(out[m])
+        for r in out["hybrid"].results:
             hit_paths[r.path] = hit_paths.get(r.path, 0) + 1
-        got["dense"].append([r.asset.id for r in rd.results])
-        got["raw5"].append(g5)
-        got["shared"].append(gs)
+        got["dense"].append([r.asset.id for r in out["dense"].results])
+        got["raw5"].append(out["raw5"])
+        got["shared"].append(out["shared"])
+    load_after = os.getloadavg()
     if bad_auth:
         raise RuntimeError(f"expected 5 partitions and {size5} authorized ids, got {bad_auth[:5]}")
     log(f"authorization check: every response had 5 partitions and {size5:,} authorized ids")
@@ -489,6 +525,7 @@ def _bench(
         "recall": {m: statistics.fmean(v) for m, v in recall.items()},
         "hybrid_hit_paths": hit_paths,
         "authorized_ids": size5,
+        "loadavg_before_after": [load_before, load_after],
         "lat_ms": lat,
     }
 
@@ -522,6 +559,7 @@ def _bench(
         "tmp_fs": fs_type(work),
     }
     R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    R["code"] = CODE
     md = render(R, args)
     print(md)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -556,7 +594,13 @@ def render(R: dict[str, Any], args: argparse.Namespace) -> str:
         + " · ".join(f"{k_} {v}" for k_, v in m["packages"].items())
         + f" · temp fs {m['tmp_fs']}",
         "",
-        f"Args: `{' '.join(f'--{k_} {v}' for k_, v in R['args'].items() if v not in (None, False))}`.",
+        f"Args: `{' '.join(f'--{k_} {v}' for k_, v in R['args'].items() if v not in (None, False))}`. "
+        f"Code: commit {R['code']['commit']}"
+        + (
+            f" + uncommitted changes to {', '.join(R['code']['dirty'])} (digest {R['code']['dirty_digest']})."
+            if R["code"]["dirty"]
+            else ", clean."
+        ),
         "",
         f"Data: {D['n']:,} assets ({D['embedder']}, {D['dim']} dims) over {D['partitions']} partitions "
         f"(size min / median / max {D['partition_size']['min']:,} / {D['partition_size']['median']:,.0f} / "
@@ -572,8 +616,11 @@ def render(R: dict[str, Any], args: argparse.Namespace) -> str:
         f"total {Ld['total_s']:.1f} s. Raw hnswlib builds: 5 partitions {R['raw_build']['five_s']:.1f} s, "
         f"shared index {R['raw_build']['shared_s']:.1f} s.",
         "",
-        f"Latency in ms over {S['queries']} seeded queries (+{S['warmup']} warm-up), k={k}, single thread, "
-        "all methods interleaved per query.",
+        f"Latency in ms over {S['queries']} seeded queries (+{S['warmup']} warm-up), k={k}, single thread "
+        f"(1-min load average {S['loadavg_before_after'][0][0]:.2f} before the queries, "
+        f"{S['loadavg_before_after'][1][0]:.2f} after), "
+        "all methods interleaved per query in a seeded random order (whichever runs first warms RocksDB's block cache "
+        "for that query's postings and records).",
         "",
         f"| method | p50 | p99 | mean | p50 / raw-5 | p99 / raw-5 | p50 / shared | p99 / shared | recall@{k} |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",

@@ -39,7 +39,7 @@ from node.store import Store
 from node.views import PartitionViews, View
 from policy.access import Grant, Location, Permission, PolicyError, Principal, decide
 from policy.errors import GamlError
-from policy.model import Asset, AssetType, Level, TrustClass
+from policy.model import Asset, AssetType, Level, Retention, TrustClass
 
 RRF_K: Final = 60
 STAGES: Final = ("identity", "partitions", "policy", "trust", "prefilter", "temporal", "relevance", "governor")
@@ -384,8 +384,6 @@ class Retriever:
 
 def _timeless(v: View) -> View:
     """A view without retention: retention is applied per asset, separately from the group's decision."""
-    from policy.model import Retention
-
     return dataclasses.replace(v, retention_policy=Retention())
 
 
