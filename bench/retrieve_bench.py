@@ -9,14 +9,16 @@ Data: ``--n`` seeded synthetic assets (``HashEmbedder``, 256 dims; sentences fro
 ``tenant_private``, 20 owners x ``user_private`` and the same 20 owners x ``trusted_devices``. They are written into a
 fresh real node home (RocksKV + FileBlobs + FileKeychain + ``AdaptiveFactory(HnswFactory())``) with ``Node.build``,
 ``Node.prepare`` and ``Store.put_many(..., sign=True)`` in batches (what ``Node.put`` does), then ``node.checkpoint()``
-indexes every partition (``AdaptiveIndex``: exact up to 2,048 vectors, HNSW above).
+indexes every partition (``AdaptiveIndex``: exact up to 2,048 vectors, HNSW above). At N = 100,000 a partition holds
+about 2,000 assets, right at that threshold, so most stay exact; ``--threshold`` lowers it for this run only (the
+output is then suffixed ``-t<threshold>``) to put every partition behind HNSW.
 
 The caller ``u0`` owns two partitions (its ``user_private`` and ``trusted_devices``) and is a member of tenants t0, t1
 and t2: five readable partitions. Every asset has inference policy ``private_nodes`` or ``local_only``; searches run
 for ``read`` at ``this_device``, so ``u0`` may read all of those five partitions and nothing else.
 
-Measured per query, interleaved, single-threaded (p50 / p99 over ``--queries`` seeded queries after ``--warmup``
-untimed ones):
+Measured per query, interleaved in a seeded random order, single-threaded (p50 / p99 over ``--queries`` seeded
+queries after ``--warmup`` untimed ones):
 
 1. ``Retriever.search(mode="dense", log=False)`` (it embeds the query text itself; the embedding alone is timed too);
 2. ``Retriever.search(mode="hybrid", log=False)`` (dense + BM25, fused);
