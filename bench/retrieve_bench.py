@@ -61,19 +61,27 @@ import hnswlib
 import numpy as np
 from tqdm import tqdm
 
-from bench.store_bench import T0_MICROS, TYPES, Corpus, Secrets, bar, embed_all, fs_type, log, pct, rate, versions
+from bench.store_bench import (
+    T0_MICROS,
+    TYPES,
+    Corpus,
+    Secrets,
+    bar,
+    embed_all,
+    fs_type,
+    log,
+    open_home,
+    pct,
+    rate,
+    versions,
+)
 from node.core import Node
 from node.embed import HashEmbedder
-from node.file_keychain import FileKeychain, Unlock
-from node.files import FileBlobs
 from node.hnsw_index import HnswFactory
 from node.retrieve import Response, SearchRequest
-from node.rocks_kv import RocksKV
 from node.store import Store
-from node.vectors import DEFAULT_EXACT_THRESHOLD, AdaptiveFactory
-from policy import crypto
+from node.vectors import DEFAULT_EXACT_THRESHOLD
 from policy.access import Location, Permission, Principal
-from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
 from policy.model import Asset
 from policy.partitions import partition_of
 
@@ -124,24 +132,6 @@ def draft(corpus: Corpus, rng: random.Random, i: int, part: tuple[str, str]) -> 
     if tenant:
         d["tenant_scope"] = tenant
     return d
-
-
-def open_home(home: Path, secrets: Secrets, threshold: int) -> Store:
-    """A fresh node home wired like ``node.home`` (as ``bench.store_bench.open_home``), with the adaptive threshold."""
-    home.mkdir(mode=0o700, parents=True)
-    entropy = crypto.SystemEntropy()
-    kc = FileKeychain.create(home / "keychain.json", Unlock(key=secrets.kek), entropy)
-    kc.put(NODE_IDENTITY_REF, secrets.identity)
-    kc.put(NODE_MASTER_REF, secrets.master)
-    identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
-    return Store.open(
-        RocksKV(home / "db"),
-        FileBlobs(home / "index"),
-        kc,
-        identity,
-        AdaptiveFactory(HnswFactory(), threshold),
-        entropy,
-    )
 
 
 def raw_index(mat: np.ndarray, labels: np.ndarray, kw: dict[str, Any], ef: int) -> hnswlib.Index:

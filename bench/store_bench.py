@@ -57,7 +57,7 @@ from node.hnsw_index import HnswFactory
 from node.kv import MemoryKV
 from node.rocks_kv import RocksKV
 from node.store import Store
-from node.vectors import AdaptiveFactory
+from node.vectors import DEFAULT_EXACT_THRESHOLD, AdaptiveFactory
 from policy import crypto
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
 from policy.model import Asset
@@ -245,8 +245,9 @@ class Secrets:
         return MemoryKeychain({NODE_IDENTITY_REF: self.identity, NODE_MASTER_REF: self.master})
 
 
-def open_home(home: Path, secrets: Secrets) -> Store:
-    """A fresh node home wired like ``node.home.init_home`` + ``open_node``, with a known identity and master."""
+def open_home(home: Path, secrets: Secrets, threshold: int = DEFAULT_EXACT_THRESHOLD) -> Store:
+    """A fresh node home wired like ``node.home.init_home`` + ``open_node``, with a known identity and master (and,
+    for experiments, another exact-to-HNSW threshold)."""
     home.mkdir(mode=0o700, parents=True)
     entropy = crypto.SystemEntropy()
     kc = FileKeychain.create(home / "keychain.json", Unlock(key=secrets.kek), entropy)
@@ -254,7 +255,12 @@ def open_home(home: Path, secrets: Secrets) -> Store:
     kc.put(NODE_MASTER_REF, secrets.master)
     identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
     return Store.open(
-        RocksKV(home / "db"), FileBlobs(home / "index"), kc, identity, AdaptiveFactory(HnswFactory()), entropy
+        RocksKV(home / "db"),
+        FileBlobs(home / "index"),
+        kc,
+        identity,
+        AdaptiveFactory(HnswFactory(), threshold),
+        entropy,
     )
 
 
