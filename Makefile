@@ -14,7 +14,7 @@ SEED ?= 0
 N ?= 100000
 PYTEST_ARGS ?=
 
-.PHONY: help install proto lint test test-slow bench demo clean
+.PHONY: help install proto lint test test-slow bench bench-retrieve demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ test-slow: $(STAMP) ## the long tests (large crash loops, big recall sets)
 
 bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw rocksdict and hnswlib; writes bench/results/
 	$(BIN)/python -m bench.store_bench --n $(N) --seed $(SEED) --out bench/results
+
+bench-retrieve: $(STAMP) ## governed search at N assets over 50 partitions against raw hnswlib; writes bench/results/
+	$(BIN)/python -m bench.retrieve_bench --n $(N) --seed $(SEED) --out bench/results
 
 demo: $(STAMP) ## the main job: a node in a temporary home, a few dozen assets across scopes, searches
 	$(BIN)/python -m deploy.demo
