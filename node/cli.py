@@ -237,7 +237,8 @@ def cmd_access_log(args: argparse.Namespace) -> None:
         return
     for r in log:
         items = ", ".join(f"{i['id'][:12]}…@{i['level']}" for i in r["read"])
-        print(f"{r['at']}  {r['who']:<10} {r['kind']:<6} {r['purpose']:<8} {r['location']:<14} {items}")
+        when = dt.datetime.fromtimestamp(r["at"] / 1e6, dt.UTC).isoformat(timespec="seconds")
+        print(f"{when}  {r['who']:<10} {r['kind']:<6} {r['purpose']:<8} {r['location']:<14} {items}")
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
