@@ -122,18 +122,18 @@ class Node:
     def delete(self, id_: str, now: int, *, by: str | None = None) -> Asset:
         """Tombstone an asset. With ``by``, only its owner (or an agent acting for them) may."""
         if by is not None:
-            p = self.governance.principal(by)
-            owner = self.store.get(id_, include_deleted=True).owner_id
-            if p.user != owner:
-                raise PolicyError(f"only {owner or 'its owner'} may delete asset {id_}")
+            self._require_owner(by, self.store.get(id_, include_deleted=True), "delete")
         return self.store.delete(id_, now)
+
+    def _require_owner(self, by: str, asset: Asset, action: str) -> None:
+        """Raise unless the registered principal ``by`` is (or acts for) the asset's owner."""
+        if self.governance.principal(by).user != asset.owner_id:
+            raise PolicyError(f"only {asset.owner_id or 'its owner'} may {action} asset {asset.id}")
 
     def redact(self, id_: str, by: str, now: int) -> str:
         """Store the redacted packet of an asset (policy.redact), a separately governed derived asset. Owner only."""
-        p = self.governance.principal(by)
         source = self.store.get(id_)
-        if p.user != source.owner_id:
-            raise PolicyError(f"only {source.owner_id or 'its owner'} may make a redacted packet of asset {id_}")
+        self._require_owner(by, source, "make a redacted packet of")
         (packet_id,) = self.put([redacted_packet(source, now)], now)
         return packet_id
 
@@ -168,19 +168,8 @@ class Node:
         d = decide(p, asset, purpose, location, now, self.governance.grants_for(p))
         if not d.allowed:
             raise PolicyError(f"{principal} may not {purpose.value} asset {id_} at {location.value}: {d.reason}")
-        if asset.owner_id:
-            self.governance.log(
-                [asset.owner_id],
-                {
-                    "at": now,
-                    "who": p.id,
-                    "on_behalf_of": p.on_behalf_of,
-                    "purpose": purpose.value,
-                    "location": location.value,
-                    "kind": "get",
-                    "read": [{"id": asset.id, "level": asset.level.value, "via": d.via}],
-                },
-            )
+        item = {"id": asset.id, "level": asset.level.value, "via": d.via}
+        self.governance.log_read(p, purpose, location, now, "get", [(asset.owner_id, item)])
         return asset
 
     def checkpoint(self) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from node.kv import Put, pack, prefix_end
 from node.store import Store
-from policy.access import Grant, PolicyError, Principal, PrincipalKind, UnknownPrincipal
+from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
 
 PRINCIPAL_PREFIX: Final = b"principal/"
 GRANT_PREFIX: Final = b"grant/"
@@ -114,15 +114,37 @@ class Governance:
 
     # -- access log -------------------------------------------------------------------------------------------------
 
-    def log(self, owners: Sequence[str], receipt: dict[str, Any]) -> None:
-        """Append ``receipt`` to the access log of each owner (one commit, no fsync)."""
+    def log_read(
+        self,
+        p: Principal,
+        purpose: Permission,
+        location: Location,
+        now: int,
+        kind: str,
+        items: Sequence[tuple[str, dict[str, Any]]],
+    ) -> None:
+        """One receipt per owner for a read that returned ``items`` ((owner, item) pairs): one commit, no fsync.
+
+        Public memory without an owner leaves no receipt.
+        """
+        by_owner: dict[str, list[dict[str, Any]]] = {}
+        for owner, item in items:
+            if owner:
+                by_owner.setdefault(owner, []).append(item)
         ops = []
-        body = json.dumps(receipt, sort_keys=True).encode()
-        for owner in sorted(set(owners)):
+        for owner in sorted(by_owner):
+            receipt = {
+                "at": now,
+                "who": p.id,
+                "on_behalf_of": p.on_behalf_of,
+                "purpose": purpose.value,
+                "location": location.value,
+                "kind": kind,
+                "read": by_owner[owner],
+            }
             prefix = LOG_CODE + self.store.blind(b"A", owner)
-            seq = self._next_log_seq(prefix)
-            key = prefix + pack(seq)
-            ops.append(Put("access", key, self.store.seal_meta(key, body)))
+            key = prefix + pack(self._next_log_seq(prefix))
+            ops.append(Put("access", key, self.store.seal_meta(key, json.dumps(receipt, sort_keys=True).encode())))
         if ops:
             self.store.kv.commit(ops, sync=False)
 

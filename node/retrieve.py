@@ -144,8 +144,7 @@ class Retriever:
 
     def _partitions(self, p: Principal, grants: Sequence[Grant]) -> list[tuple[bytes, str]]:
         """(pid, access) for every partition that may hold something for ``p``: 'audience' or 'partial'."""
-        owners = {g.owner for g in grants} | {p.user}  # grantors, and p's own memory in partitions of other boundaries
-        reader_keys = {f"p:{p.id}", f"p:{p.user}", *(f"r:{r}" for r in p.roles)}
+        owners, reader_keys = _reach(p, grants)
         out = []
         for part in self.store.partitions():
             kind, _, who = part.ref.boundary.partition(":")
@@ -175,9 +174,9 @@ class Retriever:
             for id_ in views.expired(req.now):
                 allowed.pop(id_, None)
         else:
-            owners = {g.owner for g in grants} | {p.user}
+            owners, reader_keys = _reach(p, grants)
             reader_ids: set[str] = set()
-            for key in {f"p:{p.id}", f"p:{p.user}", *(f"r:{r}" for r in p.roles)}:
+            for key in reader_keys:
                 reader_ids |= views.readers.get(key, set())
             candidates = [views.views[i] for i in sorted(reader_ids)]
             candidates += [v for v in views if v.owner_id in owners and v.id not in reader_ids]
@@ -360,26 +359,17 @@ class Retriever:
         return out
 
     def _log(self, p: Principal, req: SearchRequest, results: Sequence[Result]) -> None:
-        by_owner: dict[str, list[dict[str, Any]]] = {}
-        for r in results:
-            by_owner.setdefault(r.asset.owner_id, []).append(
-                {"id": r.asset.id, "level": r.asset.level.value, "path": r.path, "via": r.via}
-            )
-        for owner, items in by_owner.items():
-            if not owner:
-                continue
-            self.governance.log(
-                [owner],
-                {
-                    "at": req.now,
-                    "who": p.id,
-                    "on_behalf_of": p.on_behalf_of,
-                    "purpose": req.purpose.value,
-                    "location": req.location.value,
-                    "read": items,
-                    "kind": "search",
-                },
-            )
+        items = [
+            (r.asset.owner_id, {"id": r.asset.id, "level": r.asset.level.value, "path": r.path, "via": r.via})
+            for r in results
+        ]
+        self.governance.log_read(p, req.purpose, req.location, req.now, "search", items)
+
+
+def _reach(p: Principal, grants: Sequence[Grant]) -> tuple[set[str], set[str]]:
+    """Whose memory ``p`` may reach beyond its audience partitions (grantors, and its own memory in partitions of
+    other boundaries), and the reader-list keys that name it (``p:<id>``, ``r:<role>``, as in node.views)."""
+    return {g.owner for g in grants} | {p.user}, {f"p:{p.id}", f"p:{p.user}", *(f"r:{r}" for r in p.roles)}
 
 
 def _timeless(v: View) -> View:
