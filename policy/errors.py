@@ -15,6 +15,10 @@ class InvalidAsset(GamlError, ValueError):
     """An asset (or a field of one) does not satisfy the model's rules."""
 
 
+class InvalidInput(GamlError, ValueError):
+    """Input to ingest (a transcript, a chat log, a conversation file, a rules file) is malformed."""
+
+
 class UnknownEnumValue(InvalidAsset):
     """A field names an enum value that does not exist."""
 
