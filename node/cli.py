@@ -20,10 +20,14 @@ from typing import Any, NoReturn
 
 from node.core import Node, display_text, hit_json
 from node.file_keychain import Unlock
-from node.home import EMBEDDERS, default_home, init_home, open_node
+from node.home import EMBEDDERS, default_home, init_home, memory_layers, open_node
+from node.ingest import IngestOptions, Ingestor
+from node.ladder import Ladder
+from node.parsers import FORMATS, parse
+from node.records import Source
 from policy.access import Grant, Location, Permission, Principal, PrincipalKind
-from policy.errors import Deleted, GamlError, InvalidAsset, KeychainError, NotFound, StoreError
-from policy.model import AssetType, Level
+from policy.errors import Deleted, GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
+from policy.model import AssetType, Level, PrivacyScope
 from proto.convert import asset_to_json, draft_from_json
 
 
@@ -73,10 +77,10 @@ def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]
         yield origin, doc
 
 
-def _progress(total: int, desc: str) -> Any:
+def _progress(total: int, desc: str, unit: str = "asset") -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="asset", file=sys.stderr, disable=total < 2 or not sys.stderr.isatty())
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=total < 2 or not sys.stderr.isatty())
 
 
 def cmd_init(args: argparse.Namespace) -> None:
@@ -268,6 +272,123 @@ def cmd_stats(args: argparse.Namespace) -> None:
         print(f"{'partition':>16}: {name}  indexed={p['indexed']} pending={p['pending']} embedder={p['embedder']}")
 
 
+def _ingest_paths(paths: Sequence[str]) -> list[Path]:
+    """The files to ingest: each file given, and the files under each directory given (sorted, hidden ones skipped)."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.parts))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise NotFound(f"{raw}: no such file or directory")
+    return out
+
+
+def _read_sources(path: Path, fmt: str | None) -> list[Source]:
+    data = path.read_bytes()
+    try:
+        return parse(data, path.name, fmt)
+    except InvalidInput as e:
+        raise InvalidInput(f"{path}: {e}") from None
+
+
+def _ingest_pass(
+    node: Node, ingestor: Ingestor, ladder: Ladder, files: Sequence[Path], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Parse and ingest every file (records as progress), then curate what changed; a report without any text."""
+    sources = [s for f in files for s in _read_sources(f, args.format)]
+    opts = IngestOptions(
+        owner=args.owner,
+        tenant=args.tenant or "",
+        segment=args.segment or "",
+        scope=args.scope,
+        item_budget=args.item_budget,
+    )
+    now = now_us()
+    with _progress(sum(len(s.records) for s in sources), "ingest", unit="record") as bar:
+        report = ingestor.ingest(sources, opts, now, progress=bar.update)
+    out: dict[str, Any] = {"files": len(files), **report.to_json()}
+    if not args.no_curate and report.dirty:
+        with _progress(len(report.dirty), "curate", unit="source") as bar:
+            out["curation"] = ladder.curate(now, report.dirty, progress=bar.update).to_json()
+    return out
+
+
+def cmd_ingest(args: argparse.Namespace) -> None:
+    files = _ingest_paths(args.paths)
+    with _node(args) as node:
+        ingestor, ladder = memory_layers(args.home, node)
+        print(json.dumps(_ingest_pass(node, ingestor, ladder, files, args)), flush=True)
+        if not args.watch:
+            return
+        seen = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in files}
+        print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
+        try:
+            while True:
+                time.sleep(args.interval)
+                files = _ingest_paths(args.paths)
+                now_seen = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in files}
+                changed = [f for f in files if seen.get(f) != now_seen[f]]
+                seen = now_seen
+                if changed:
+                    print(json.dumps(_ingest_pass(node, ingestor, ladder, changed, args)), flush=True)
+        except KeyboardInterrupt:
+            print("gaml: stopped watching", file=sys.stderr)
+
+
+def cmd_curate(args: argparse.Namespace) -> None:
+    with _node(args) as node:
+        _, ladder = memory_layers(args.home, node)
+        todo = args.source or ladder.pending()
+        with _progress(len(todo), "curate", unit="source") as bar:
+            report = ladder.curate(now_us(), todo, progress=bar.update)
+    print(json.dumps(report.to_json()))
+
+
+def cmd_forget(args: argparse.Namespace) -> None:
+    with _node(args) as node:
+        _, ladder = memory_layers(args.home, node)
+        receipt = ladder.forget(args.id, now_us(), by=args.as_)
+    print(json.dumps(receipt.to_json()))
+
+
+def cmd_sources(args: argparse.Namespace) -> None:
+    with _node(args, checkpoint=False) as node:
+        ingestor, _ = memory_layers(args.home, node)
+        marks = ingestor.watermarks()
+    rows = [
+        {
+            "source": w["source_id"],
+            "format": w["format"],
+            "title": w.get("title", ""),
+            "records": w["records"],
+            "items": len(w.get("items", [])),
+            "gated": len(w.get("gated", [])),
+            "curation_pending": bool(w.get("dirty")),
+        }
+        for w in marks
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        flag = " (curation pending)" if r["curation_pending"] else ""
+        print(f"{r['source']:<40} {r['format']:<10} records={r['records']} items={r['items']} gated={r['gated']}{flag}")
+
+
+def cmd_maintain(args: argparse.Namespace) -> None:
+    with _node(args) as node:
+        _, ladder = memory_layers(args.home, node)
+        now = now_us()
+        expired = ladder.expire(now)
+        retired = ladder.retire(now)
+        curated = ladder.curate(now).to_json()
+        tiers = ladder.retier(now)
+    print(json.dumps({"expired": len(expired), "retired": retired, "curation": curated, "tiers": tiers}))
+
+
 def _time(text: str) -> int:
     """A time: microseconds since the epoch, or an ISO 8601 date or date-time (UTC unless it says otherwise)."""
     if text.isdigit():
@@ -403,6 +524,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=_positive)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_access_log)
+
+    s = sub.add_parser("ingest", help="ingest transcripts, chat logs, LoCoMo conversations or notes into the journal")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to ingest every file under")
+    s.add_argument("--format", choices=FORMATS, help="the input format (default: detected per file)")
+    s.add_argument("--owner", required=True, help="whose memory this is (a principal id)")
+    s.add_argument("--tenant", help="tenant scope of the items")
+    s.add_argument("--segment", help="the namespace the items go to")
+    s.add_argument(
+        "--scope",
+        type=_enum(PrivacyScope),
+        default=PrivacyScope.USER_PRIVATE,
+        help="privacy scope of the items (default user_private; personal data stays local_only whatever this says)",
+    )
+    s.add_argument("--item-budget", type=_positive, default=5000, help="items kept per session (default 5000)")
+    s.add_argument("--no-curate", action="store_true", help="leave curation for later (`gaml curate`)")
+    s.add_argument("--watch", action="store_true", help="keep watching the files and ingest what is appended")
+    s.add_argument("--interval", type=float, default=1.0, help="seconds between checks with --watch (default 1)")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("curate", help="compile pending sources into L1-L3 rungs (summaries, distillations, skeletons)")
+    s.add_argument("--source", action="append", default=[], help="only this source id (repeatable)")
+    s.set_defaults(func=cmd_curate)
+
+    s = sub.add_parser("forget", help="erase an item and its influence (derivatives rebuilt without it); owner only")
+    s.add_argument("id")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.set_defaults(func=cmd_forget)
+
+    s = sub.add_parser("sources", help="ingested sources with their watermarks")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_sources)
+
+    s = sub.add_parser("maintain", help="apply retention (expiry, L0 retirement), finish curation, recompute tiers")
+    s.set_defaults(func=cmd_maintain)
 
     s = sub.add_parser("stats", help="counts, partitions and index state")
     s.add_argument("--json", action="store_true")

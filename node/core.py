@@ -87,15 +87,23 @@ class Node:
         part = self.store.planned_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
         return asset.evolve(encryption_key_ref=part.key_ref)
 
-    def put(self, drafts: Sequence[Mapping[str, Any] | Asset], now: int) -> list[str]:
+    def put(
+        self,
+        drafts: Sequence[Mapping[str, Any] | Asset],
+        now: int,
+        *,
+        meta: Mapping[bytes, bytes | None] | None = None,
+    ) -> list[str]:
         """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids.
 
-        An owner this node has not seen before is registered as a user principal.
+        An owner this node has not seen before is registered as a user principal. ``meta`` records (see
+        :meth:`Store.put_many`) commit in the same batch.
         """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
         prepared = [self.prepare(a) for a in assets]
-        vectors = self.embedder.embed([a.text() for a in prepared])
-        self.store.put_many(prepared, list(vectors), self.embedder.id, self.embedder.dim, sign=True)
+        todo = [a for a in prepared if not a.signature]  # a stored asset comes back signed: same content, no write
+        vectors = list(self.embedder.embed([a.text() for a in todo])) if todo else []
+        self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta)
         for owner in sorted({a.owner_id for a in assets if a.owner_id}):  # after the write: a refused batch adds none
             try:
                 self.governance.principal(owner)

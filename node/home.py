@@ -19,12 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from node.core import Node
+from node.curate import Curator, ExtractiveCurator
 from node.embed import Embedder, HashEmbedder
 from node.file_keychain import FileKeychain, Unlock
 from node.files import FileBlobs, write_atomic
 from node.hnsw_index import HnswFactory
+from node.ingest import Ingestor
+from node.ladder import Ladder
+from node.privacy import Rules
 from node.rocks_kv import RocksKV
 from node.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from node.tiers import TierPolicy
 from node.vectors import AdaptiveFactory
 from policy import crypto
 from policy.errors import GamlError, KeychainError
@@ -121,3 +126,41 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
         kv.close()
         raise
     return Node(store, emb)
+
+
+def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
+    """The ingestion pipeline and the ladder's upkeep of ``node``, configured from ``home/config.json``:
+
+    - ``privacy_rules``: a rules file (relative to the home) replacing the shipped ``node/privacy_rules.json``;
+    - ``tiers``: :class:`node.tiers.TierPolicy` settings (half-life, thresholds, per-level forget-after and retention);
+    - ``curator``: ``{"kind": "extractive"}`` (the default, offline) or ``{"kind": "openai", "base_url": …,
+      "model": …, "api_key_env": …}`` for a local OpenAI-compatible server (llama.cpp, vLLM, Ollama).
+    """
+    cfg = read_config(home)
+    rules_file = cfg.get("privacy_rules")
+    if rules_file:
+        path = home / str(rules_file)
+        try:
+            rules = Rules.load(path.read_bytes())
+        except OSError as e:
+            raise GamlError(f"privacy rules {path}: {e.strerror or e}") from e
+    else:
+        rules = Rules.load_default()
+    policy = TierPolicy.from_json(cfg.get("tiers", {}))
+    cur = cfg.get("curator") or {"kind": "extractive"}
+    curator: Curator
+    if cur.get("kind") == "extractive":
+        curator = ExtractiveCurator()
+    elif cur.get("kind") == "openai":
+        from node.llm_curator import OpenAICompatibleCurator
+
+        try:
+            curator = OpenAICompatibleCurator(
+                str(cur["base_url"]), str(cur["model"]), api_key_env=cur.get("api_key_env")
+            )
+        except KeyError as e:
+            raise GamlError(f"{home}/config.json: the openai curator needs {e.args[0]!r}") from None
+    else:
+        raise GamlError(f"{home}/config.json: unknown curator kind {cur.get('kind')!r} (extractive or openai)")
+    ingestor = Ingestor(node, rules)
+    return ingestor, Ladder(node, ingestor, curator, policy)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Final
 
@@ -54,7 +54,7 @@ from policy.errors import (
     WrongKey,
 )
 from policy.keychain import NODE_MASTER_REF, Keychain
-from policy.model import EDGE_FIELDS, ID_RE, Asset, AssetType, PrivacyScope, canonical_json
+from policy.model import EDGE_FIELDS, ID_RE, Asset, AssetType, Heat, PrivacyScope, Tier, canonical_json
 from policy.partitions import PartitionRef, partition_of
 
 SCHEMA_VERSION: Final = 2
@@ -79,6 +79,7 @@ INDEX_FIELDS: Final[dict[str, bytes]] = {
     "tag": b"t",
 }
 TIME_FIELD: Final = b"T"
+USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
 MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
 EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
 
@@ -512,6 +513,7 @@ class Store:
         dim: int,
         *,
         sign: bool = False,
+        meta: Mapping[bytes, bytes | None] | None = None,
     ) -> list[bool]:
         """Store assets and their vectors in one atomic, durable commit. All or nothing.
 
@@ -520,6 +522,8 @@ class Store:
         verify. Vectors must be finite; they are stored normalized (a zero vector means "no vector").
         Everything is checked before anything is written (a new partition included).
         Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
+        ``meta`` records (name → plaintext, or None to delete; see :meth:`meta_name`) are sealed and committed in the
+        same batch, so a caller's bookkeeping (an ingestion watermark) is atomic with the assets it describes.
         """
         if len(assets) != len(vectors):
             raise InvalidAsset("one vector (or None) per asset")
@@ -554,8 +558,8 @@ class Store:
         try:
             for a, sid, vec, old, part in zip(assets, sids, units, olds, parts, strict=True):
                 seq = self._put_ops(ops, changed, after, seq, a, sid, vec, old, part)
-            if ops:
-                self.kv.commit(ops)
+            if ops or meta:
+                self.kv.commit(ops + self._meta_ops(meta or {}))
         except BaseException:
             self.lexical.discard_staged()
             raise
@@ -578,6 +582,58 @@ class Store:
             self._remember_view(live, asset)
             live.dirty = True
         return changed
+
+    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]]) -> int:
+        """Set the local, unsigned state (tier and heat) of live assets in one commit; returns how many changed.
+
+        Local state is not content: no version, no signature, no journal entry (it does not replicate).
+        """
+        if not changes:
+            return 0
+        sids = [self.sid(_check_id(i)) for i, _, _ in changes]
+        ops: list[Op] = []
+        for sid, old, (id_, tier, heat) in zip(sids, self._load_existing(sids), changes, strict=True):
+            if old is None:
+                raise NotFound(f"no asset {id_}")
+            if old.tombstone or (old.tier is tier and old.heat == heat):
+                continue
+            new = old.replace(tier=tier, heat=heat)
+            live = self._live[self.pid_of(partition_of(old))]
+            ops.append(Put("assets", sid, self._seal_record(new, live)))
+        if ops:
+            self.kv.commit(ops)
+        return len(ops)
+
+    # -- sealed bookkeeping records (meta space) -------------------------------------------------------------------
+
+    def meta_name(self, kind: str, key: str) -> bytes:
+        """The meta-space name of a caller's record: ``kind`` in the clear, ``key`` blinded (no source id on disk)."""
+        if not kind.isalnum() or not kind.isascii():
+            raise InvalidAsset(f"meta kind {kind!r} must be ASCII letters and digits")
+        return USER_META + kind.encode() + b":" + self.blind(b"u" + kind.encode(), key)
+
+    def read_meta(self, name: bytes) -> bytes | None:
+        blob = self.kv.load("meta", name)
+        return None if blob is None else self.open_meta(name, blob)
+
+    def write_meta(self, entries: Mapping[bytes, bytes | None]) -> None:
+        """Seal and write (or, for None, delete) meta records in one commit."""
+        if entries:
+            self.kv.commit(self._meta_ops(entries))
+
+    def scan_meta(self, kind: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every record of one kind: (name, plaintext)."""
+        prefix = USER_META + kind.encode() + b":"
+        for name, blob in self.kv.load_range("meta", prefix, prefix_end(prefix)):
+            yield name, self.open_meta(name, blob)
+
+    def _meta_ops(self, entries: Mapping[bytes, bytes | None]) -> list[Op]:
+        ops: list[Op] = []
+        for name, data in sorted(entries.items()):
+            if not name.startswith(USER_META):
+                raise InvalidAsset("meta records are named by Store.meta_name")
+            ops.append(Delete("meta", name) if data is None else Put("meta", name, self.seal_meta(name, data)))
+        return ops
 
     def _remember_view(self, live: _Live, asset: Asset) -> None:
         live.views.put(View.of(asset))

@@ -279,9 +279,19 @@ class Heat:
 
     visits: int = 0
     last_access: int = 0
+    score: float = 0.0  # the heat at ``last_access``: decayed, then raised by each visit's depth (see node.tiers)
+
+    def __post_init__(self) -> None:
+        for name in ("visits", "last_access"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidAsset(f"heat.{name} must be a non-negative integer, got {v!r}")
+        if isinstance(self.score, bool) or not isinstance(self.score, (int, float)) or not 0.0 <= self.score < 1e9:
+            raise InvalidAsset(f"heat.score must be a non-negative number, got {self.score!r}")
+        object.__setattr__(self, "score", float(self.score))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"visits": self.visits, "last_access": self.last_access}
+        return {"visits": self.visits, "last_access": self.last_access, "score": self.score}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

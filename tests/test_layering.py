@@ -14,7 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("policy", "crdt", "node", "proto", "simulations", "bench")
 CORE = [*sorted((ROOT / "policy").glob("*.py")), *sorted((ROOT / "crdt").glob("*.py"))] + [
     ROOT / "node" / f"{m}.py"
-    for m in ("kv", "blobs", "vectors", "embed", "store", "core", "lexical", "views", "governance", "retrieve")
+    for m in (
+        *("kv", "blobs", "vectors", "embed", "store", "core", "lexical", "views", "governance", "retrieve"),
+        *("records", "envelope", "parsers", "extract", "privacy", "curate", "ingest", "ladder", "tiers"),
+    )
 ]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 

@@ -201,12 +201,14 @@ class Retention(_message.Message):
     def __init__(self, delete_at: _Optional[int] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class Heat(_message.Message):
-    __slots__ = ("visits", "last_access")
+    __slots__ = ("visits", "last_access", "score")
     VISITS_FIELD_NUMBER: _ClassVar[int]
     LAST_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
     visits: int
     last_access: int
-    def __init__(self, visits: _Optional[int] = ..., last_access: _Optional[int] = ...) -> None: ...
+    score: float
+    def __init__(self, visits: _Optional[int] = ..., last_access: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
 
 class Asset(_message.Message):
     __slots__ = ("id", "asset_type", "payload", "owner_id", "created_at", "updated_at", "version", "source_node", "tenant_scope", "creator", "confidence_score", "provenance_score", "freshness_score", "trust_class", "privacy_scope", "allowed_principals", "allowed_roles", "replication_policy", "inference_policy", "training_policy", "export_policy", "encryption_key_ref", "retention_policy", "policy_tags", "references", "supports", "contradicts", "supersedes", "derived_from", "embedding_refs", "signature", "goal", "level", "segment", "source", "entities", "tags", "valid_from", "valid_to", "tier", "heat", "tombstone")

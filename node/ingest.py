@@ -1,0 +1,621 @@
+"""Ingestion: parsed sources become durable journal items, deterministically and without inference.
+
+For each source (one session), in order:
+
+1. **Envelope strip** — memory that hydration injected (``node.envelope``) is cut out first, across record boundaries,
+   so it never becomes a new item.
+2. **Parsing rules** — each record gets a *kind*: ``goal`` (a user request: it becomes the active goal, stamped on
+   every following item), ``constraint``, ``conclusion`` (assistant text, kept head-and-tail so endings survive),
+   ``message``, ``tool_call``, ``file_op``, ``tool_result``, ``error``, ``note``, or ``noise`` (acknowledgements,
+   boilerplate). Sessions without an agent (a conversation between people, a notes file) take the session itself as
+   their goal.
+3. **Fact extraction** — entities on every item, and atomic slot facts (entity, attribute, value) as their own
+   ``fact`` assets (level L2, ``derived_from`` the item).
+4. **Context mapping** — session, task (goal), source pointer, speaker, owner, tenant, segment.
+5. **Privacy classification** — the deterministic rules (``node/privacy_rules.json`` or the home's own) are
+   authoritative: credentials are redacted before anything is stored; personal data keeps the item local-only.
+6. **Temporal tracking** — a new value for the same (entity, attribute) supersedes the old fact (whose validity window
+   closes); a negation of the current value gets a ``contradicts`` edge.
+7. **Write evaluation** — near-duplicates (SimHash over shingles, confirmed by embedding similarity), novelty,
+   expected utility, contamination risk, policy. Nothing is silently dropped: a record that yields no item
+   (an envelope, an empty text, a forgotten item, one past the session's item budget) is *gated* and recorded with
+   its reason in the source's watermark; an item kept verbatim but not worth promoting (noise, a near-duplicate,
+   suspected contamination) is stored at L0 with a ``gated:<reason>`` tag, and curation does not draw on it.
+
+Item ids derive from (source id, position), so ingesting a source again is an upsert, and a per-source **watermark**
+(sealed in the store's meta space, committed atomically with the items) lets a re-ingest or a live watch process
+only records it has not seen. The watermark also holds a digest of what was processed: a source rewritten in place is
+processed again from the start (changed records become edits).
+
+Pure core: ``now`` is passed in; the caller reads files and hands over bytes or parsed sources.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from node import envelope, extract
+from node.core import Node
+from node.privacy import Rules
+from node.records import Record, Source
+from policy.access import inherit
+from policy.errors import InvalidInput, NotFound
+from policy.model import (
+    Asset,
+    AssetType,
+    Creator,
+    Level,
+    PrivacyScope,
+    SourcePointer,
+    TrustClass,
+    item_id,
+)
+
+KINDS: Final = (
+    "goal",
+    "constraint",
+    "conclusion",
+    "message",
+    "tool_call",
+    "file_op",
+    "tool_result",
+    "error",
+    "note",
+    "noise",
+)
+# Each kind's fixed share of a session's item budget (most recent first); unused room goes to the most recent rest.
+DEFAULT_SHARES: Final[Mapping[str, float]] = {
+    "goal": 0.10,
+    "constraint": 0.05,
+    "conclusion": 0.20,
+    "message": 0.15,
+    "tool_call": 0.10,
+    "file_op": 0.10,
+    "tool_result": 0.10,
+    "error": 0.10,
+    "note": 0.05,
+    "noise": 0.05,
+}
+# Expected utility of an item by kind (a prior, before novelty and risk).
+UTILITY: Final[Mapping[str, float]] = {
+    "goal": 0.9,
+    "constraint": 0.95,
+    "conclusion": 0.8,
+    "message": 0.6,
+    "tool_call": 0.4,
+    "file_op": 0.6,
+    "tool_result": 0.5,
+    "error": 0.7,
+    "note": 0.7,
+    "noise": 0.05,
+}
+TYPES: Final[Mapping[str, AssetType]] = {
+    "goal": AssetType.GOAL,
+    "constraint": AssetType.CONSTRAINT,
+    "conclusion": AssetType.EVENT,
+    "message": AssetType.EVENT,
+    "tool_call": AssetType.EVENT,
+    "file_op": AssetType.EVENT,
+    "tool_result": AssetType.TOOL_RESULT,
+    "error": AssetType.TOOL_RESULT,
+    "note": AssetType.FACT,
+    "noise": AssetType.EVENT,
+}
+CREATORS: Final[Mapping[str, Creator]] = {
+    "user": Creator.USER,
+    "assistant": Creator.MODEL,
+    "tool": Creator.TOOL,
+    "system": Creator.SYSTEM,
+    "note": Creator.USER,
+}
+ROLE_NAMES: Final = frozenset({"user", "assistant", "tool", "system", "note"})  # a speaker that is no name
+FACT_SALT: Final = "#fact"
+WATERMARK: Final = "src"  # meta kind of the per-source watermarks
+WATERMARK_FORMAT: Final = 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IngestOptions:
+    owner: str
+    tenant: str = ""
+    segment: str = ""
+    scope: PrivacyScope = PrivacyScope.USER_PRIVATE
+    item_budget: int = 5000  # items per session
+    shares: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(DEFAULT_SHARES))
+    conclusion_chars: int = 4000  # assistant text longer than this keeps its head and tail
+    tool_chars: int = 2000  # tool output and errors likewise
+    near_dup_bits: int = 3  # SimHash distance at or under which two items may be near-duplicates …
+    near_dup_cosine: float = 0.9  # … confirmed by embedding similarity at or over this
+    batch: int = 256
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            raise InvalidInput("ingestion needs an owner")
+        if self.item_budget < 1:
+            raise InvalidInput("the item budget must be at least 1")
+        unknown = set(self.shares) - set(KINDS)
+        if unknown:
+            raise InvalidInput(f"unknown item kind(s) in shares: {', '.join(sorted(unknown))}")
+        if self.scope is PrivacyScope.PUBLIC:
+            raise InvalidInput("transcripts are not ingested as public memory; publish an asset explicitly instead")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Gate:
+    """A record that yields no item, and why."""
+
+    position: int
+    reason: str  # envelope, empty, forgotten, budget
+
+    def to_json(self) -> list[Any]:
+        return [self.position, self.reason]
+
+
+@dataclasses.dataclass
+class Report:
+    """What one ingestion did, source by source (counts only: no text)."""
+
+    sources: int = 0
+    records: int = 0
+    skipped: int = 0  # records below the watermark (already ingested)
+    written: int = 0  # items and facts whose write changed something
+    items: int = 0  # L0 items planned from new records
+    facts: int = 0
+    gated: Counter[str] = dataclasses.field(default_factory=Counter)  # hard gates, by reason
+    flagged: Counter[str] = dataclasses.field(default_factory=Counter)  # soft gates (kept at L0), by reason
+    envelopes: int = 0
+    redactions: int = 0
+    local_only: int = 0
+    superseded: int = 0
+    contradicted: int = 0
+    rewritten: list[str] = dataclasses.field(default_factory=list)  # sources whose processed prefix had changed
+    dirty: list[str] = dataclasses.field(default_factory=list)  # sources with new items (curation pending)
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["gated"] = dict(sorted(self.gated.items()))
+        out["flagged"] = dict(sorted(self.flagged.items()))
+        return out
+
+
+@dataclasses.dataclass
+class _Planned:
+    record: Record
+    text: str
+    kind: str
+    goal: str
+    tags: set[str]
+    local_only: bool
+    redactions: int
+    simhash: int
+    gate: str | None = None  # soft gate
+    duplicate_of: int | None = None
+
+
+def _digest(records: Iterable[tuple[int, str]]) -> str:
+    h = hashlib.blake2b(digest_size=16, person=b"gaml-watermark-1")
+    for pos, text in records:
+        h.update(json.dumps([pos, text]).encode())
+    return h.hexdigest()
+
+
+def fact_id(source_id: str, position: int, k: int) -> str:
+    return item_id(f"{source_id}{FACT_SALT}{k}", position)
+
+
+def slot_tag(entity: str, attribute: str) -> str:
+    return f"slot:{entity}|{attribute}"
+
+
+class Ingestor:
+    """Turns parsed sources into items in a node. One instance per node; ``rules`` are the privacy rules."""
+
+    def __init__(self, node: Node, rules: Rules) -> None:
+        self.node = node
+        self.store = node.store
+        self.rules = rules
+
+    # -- watermarks ------------------------------------------------------------------------------------------------
+
+    def watermark(self, source_id: str) -> dict[str, Any] | None:
+        data = self.store.read_meta(self.store.meta_name(WATERMARK, source_id))
+        return None if data is None else dict(json.loads(data))
+
+    def watermarks(self) -> list[dict[str, Any]]:
+        return sorted((json.loads(d) for _, d in self.store.scan_meta(WATERMARK)), key=lambda w: w["source_id"])
+
+    def mark(self, source_id: str, **changes: Any) -> None:
+        """Update fields of a source's watermark (curation uses it to record what it has compiled)."""
+        wm = self.watermark(source_id)
+        if wm is None:
+            raise NotFound(f"no source {source_id!r} was ingested")
+        wm.update(changes)
+        self.store.write_meta({self.store.meta_name(WATERMARK, source_id): json.dumps(wm).encode()})
+
+    # -- ingestion -------------------------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        sources: Sequence[Source],
+        opts: IngestOptions,
+        now: int,
+        progress: Callable[[int], None] | None = None,
+    ) -> Report:
+        """Ingest sources; ``progress`` is told how many records were handled after each batch."""
+        report = Report()
+        for source in sources:
+            self._ingest_source(source, opts, now, report, progress)
+        return report
+
+    def _ingest_source(
+        self,
+        source: Source,
+        opts: IngestOptions,
+        now: int,
+        report: Report,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        report.sources += 1
+        report.records += len(source.records)
+        texts = _strip_envelopes(source.records)
+        report.envelopes += sum(1 for r, t in zip(source.records, texts, strict=True) if t != r.text)
+        wm = self.watermark(source.source_id)
+        start = 0
+        if wm is not None and wm.get("format_version") == WATERMARK_FORMAT:
+            seen = int(wm["records"])
+            if seen <= len(source.records) and _digest((r.position, r.text) for r in source.records[:seen]) == wm.get(
+                "digest"
+            ):
+                start = seen
+            else:
+                report.rewritten.append(source.source_id)
+        report.skipped += start
+        planned, gates = self._plan(source, texts, opts)
+        new = [p for p in planned if p.record.position >= start]
+        gates = [g for g in gates if g.position >= start]
+        # An id that was forgotten stays forgotten: re-ingesting its source does not bring it back.
+        kept: list[_Planned] = []
+        for p in new:
+            if self._is_tombstone(item_id(source.source_id, p.record.position)):
+                gates.append(Gate(p.record.position, "forgotten"))
+            else:
+                kept.append(p)
+        self._evaluate(planned, kept, opts)
+        items = [self._item(source, p, opts, now) for p in kept]
+        facts, superseded_edits, stats = self._facts(source, kept, items, now)
+        report.items += len(items)
+        report.facts += len(facts)
+        report.superseded += stats["superseded"]
+        report.contradicted += stats["contradicted"]
+        report.redactions += sum(p.redactions for p in kept)
+        report.local_only += sum(1 for p in kept if p.local_only)
+        for g in gates:
+            report.gated[g.reason] += 1
+        for p in kept:
+            if p.gate:
+                report.flagged[p.gate] += 1
+
+        old_gates = [Gate(*g) for g in (wm or {}).get("gated", []) if start and g[0] < start]
+        mark = {
+            "format_version": WATERMARK_FORMAT,
+            "source_id": source.source_id,
+            "format": source.format,
+            "title": source.title,
+            "records": len(source.records),
+            "digest": _digest((r.position, r.text) for r in source.records),
+            "items": sorted(set((wm or {}).get("items", []) if start else []) | {p.record.position for p in kept}),
+            "gated": [g.to_json() for g in sorted({*old_gates, *gates}, key=lambda g: g.position)],
+            "ingested_at": now,
+            "dirty": bool(kept) or bool((wm or {}).get("dirty")),
+            "curated_at": (wm or {}).get("curated_at", 0),
+        }
+        writes: list[Asset] = [*items, *facts, *superseded_edits]
+        name = self.store.meta_name(WATERMARK, source.source_id)
+        batches = [writes[i : i + opts.batch] for i in range(0, len(writes), opts.batch)] or [[]]
+        for i, batch in enumerate(batches):
+            last = i == len(batches) - 1
+            before = self.store.seq
+            self.node.put(batch, now, meta={name: json.dumps(mark).encode()} if last else None)
+            report.written += self.store.seq - before
+            if progress:
+                progress(len(batch) if not last else len(batch) + len(source.records) - len(kept))
+        if kept:
+            report.dirty.append(source.source_id)
+
+    def _is_tombstone(self, id_: str) -> bool:
+        try:
+            return self.store.get(id_, include_deleted=True).tombstone
+        except NotFound:
+            return False
+
+    # -- the parsing rules -----------------------------------------------------------------------------------------
+
+    def _plan(self, source: Source, texts: Sequence[str], opts: IngestOptions) -> tuple[list[_Planned], list[Gate]]:
+        agentic = any(r.role in ("assistant", "tool") for r in source.records)
+        session_goal = f"session: {source.title or source.source_id}"
+        goal = session_goal
+        planned: list[_Planned] = []
+        gates: list[Gate] = []
+        for record, raw in zip(source.records, texts, strict=True):
+            if not raw.strip():
+                gates.append(Gate(record.position, "envelope" if record.text.strip() else "empty"))
+                continue
+            kind = self._kind(record, raw, agentic)
+            if kind == "goal":
+                goal = extract.goal_text(raw)
+            limit = opts.conclusion_chars if record.role == "assistant" else opts.tool_chars
+            text = extract.head_tail(raw, limit) if record.role in ("assistant", "tool") else raw
+            c = self.rules.classify(text)
+            tags = {f"kind:{kind}", f"role:{record.role}", f"format:{source.format}", *c.tags}
+            if extract.is_remember(text):
+                tags.add("remember")
+            planned.append(
+                _Planned(
+                    record=record,
+                    text=c.text,
+                    kind=kind,
+                    goal=goal,
+                    tags=tags,
+                    local_only=c.local_only,
+                    redactions=sum(1 for f in c.findings if f.action == "redact"),
+                    simhash=extract.simhash(c.text),
+                )
+            )
+        kept = _budget(planned, opts)
+        for p in planned:
+            if id(p) not in kept:
+                gates.append(Gate(p.record.position, "budget"))
+        return [p for p in planned if id(p) in kept], gates
+
+    @staticmethod
+    def _kind(record: Record, text: str, agentic: bool) -> str:
+        if record.hint in ("tool_call", "file_op", "tool_result", "error"):
+            return record.hint
+        if record.hint == "note" or record.role == "note":
+            return "note"
+        if extract.is_noise(text):
+            return "noise"
+        if record.role == "user" and agentic:
+            first = (extract.sentences(text) or [text])[0]
+            if extract.cues(first).constraints and not extract.is_goal(first):
+                return "constraint"
+            if extract.is_goal(text):
+                return "goal"
+        if record.role == "assistant":
+            return "conclusion"
+        return "message"
+
+    # -- write evaluation ------------------------------------------------------------------------------------------
+
+    def _evaluate(self, planned: Sequence[_Planned], new: Sequence[_Planned], opts: IngestOptions) -> None:
+        """Soft gates and scores for the new items: noise, contamination, near-duplicates of earlier items."""
+        for p in new:
+            if p.kind == "noise":
+                p.gate = "noise"
+            risks = extract.contamination(p.text)
+            if risks:
+                p.tags.add("contamination")
+                p.gate = p.gate or "contamination"
+        # Near-duplicates: SimHash candidates among earlier items of the session, confirmed by embeddings.
+        candidates: list[tuple[_Planned, _Planned]] = []
+        earlier: list[_Planned] = []
+        new_ids = {id(p) for p in new}
+        for p in planned:
+            if id(p) in new_ids and p.kind not in ("noise", "tool_call", "file_op"):
+                for q in earlier:
+                    if extract.hamming(p.simhash, q.simhash) <= opts.near_dup_bits:
+                        candidates.append((p, q))
+                        break
+            if p.kind not in ("noise",):
+                earlier.append(p)
+        if not candidates:
+            return
+        vecs = self.node.embedder.embed([t for p, q in candidates for t in (p.text, q.text)])
+        for i, (p, q) in enumerate(candidates):
+            a, b = vecs[2 * i], vecs[2 * i + 1]
+            if float(np.dot(a, b)) >= opts.near_dup_cosine:
+                p.gate = p.gate or "near_duplicate"
+                p.duplicate_of = q.record.position
+
+    def _item(self, source: Source, p: _Planned, opts: IngestOptions, now: int) -> Asset:
+        r = p.record
+        time = r.time or source.time or now
+        entities = extract.entities(p.text)
+        if r.speaker and r.speaker not in ROLE_NAMES:
+            entities = [r.speaker, *entities]
+        tags = set(p.tags)
+        if p.gate:
+            tags.add(f"gated:{p.gate}")
+        risk = 1.0 if "contamination" in tags else 0.0
+        novelty = 0.0 if p.duplicate_of is not None else 1.0
+        utility = UTILITY[p.kind] * (0.3 if p.gate else 1.0)
+        payload: dict[str, Any] = {
+            "text": p.text,
+            "kind": p.kind,
+            "role": r.role,
+            "position": r.position,
+            "session": source.source_id,
+            "eval": {"utility": round(utility, 3), "novelty": novelty, "risk": risk},
+        }
+        if r.speaker:
+            payload["speaker"] = r.speaker
+        if source.title:
+            payload["title"] = source.title
+        if p.duplicate_of is not None:
+            payload["eval"]["duplicate_of"] = item_id(source.source_id, p.duplicate_of)
+        for k, v in r.meta.items():
+            if k not in payload and isinstance(v, (str, int, float, bool)):
+                payload[k] = v
+        return Asset(
+            id=item_id(source.source_id, r.position),
+            asset_type=TYPES[p.kind],
+            payload=payload,
+            owner_id=opts.owner,
+            tenant_scope=opts.tenant,
+            created_at=time,
+            updated_at=time,
+            creator=CREATORS[r.role],
+            confidence_score=1.0,
+            provenance_score=1.0,
+            trust_class=TrustClass.LOWER_TRUST if risk else TrustClass.UNVERIFIED,
+            privacy_scope=PrivacyScope.LOCAL_ONLY if p.local_only else opts.scope,
+            goal=p.goal,
+            level=Level.L0,
+            segment=opts.segment,
+            source=SourcePointer(source.source_id, r.start, r.end),
+            entities=tuple(e for e in entities if e),
+            tags=tuple(sorted(tags)),
+        )
+
+    # -- facts and temporal tracking -------------------------------------------------------------------------------
+
+    def _facts(
+        self, source: Source, planned: Sequence[_Planned], items: Sequence[Asset], now: int
+    ) -> tuple[list[Asset], list[Asset], dict[str, int]]:
+        """Slot facts of the new items, each superseding (or contradicting) the current fact of its slot."""
+        stats = {"superseded": 0, "contradicted": 0}
+        facts: list[Asset] = []
+        current: dict[str, Asset] = {}  # slot -> the fact that holds it now
+        edits: dict[str, Asset] = {}
+        for p, item in zip(planned, items, strict=True):
+            if p.gate:
+                continue
+            speaker = p.record.speaker if p.record.speaker not in ROLE_NAMES else ""
+            for k, f in enumerate(extract.facts(p.text, p.record.speaker)):
+                if not f.entity and speaker:  # in a conversation, an unowned claim is the speaker's
+                    f = dataclasses.replace(f, entity=speaker.lower())
+                slot = slot_tag(f.entity, f.attribute)
+                if slot not in current:
+                    held = self._current_fact(slot)
+                    if held is not None:
+                        current[slot] = held
+                payload = {
+                    "text": f.text,
+                    "entity": f.entity,
+                    "attribute": f.attribute,
+                    "value": f.value,
+                    "negated": f.negated,
+                    "session": source.source_id,
+                }
+                fields = inherit([item])
+                supersedes: tuple[str, ...] = ()
+                contradicts: tuple[str, ...] = ()
+                prev = current.get(slot)
+                if prev is not None and prev.id != fact_id(source.source_id, p.record.position, k):
+                    same = prev.payload.get("value", "").lower() == f.value.lower()
+                    if f.negated and same and not prev.payload.get("negated"):
+                        contradicts = (prev.id,)
+                        stats["contradicted"] += 1
+                    elif not same or bool(prev.payload.get("negated")) != f.negated:
+                        supersedes = (prev.id,)
+                        stats["superseded"] += 1
+                        closed = edits.get(prev.id, prev)
+                        if not closed.valid_to and closed.valid_from <= item.created_at:
+                            edits[prev.id] = closed.replace(valid_to=item.created_at, signature=b"")
+                fact = Asset(
+                    id=fact_id(source.source_id, p.record.position, k),
+                    asset_type=AssetType.FACT,
+                    payload=payload,
+                    created_at=item.created_at,
+                    updated_at=item.created_at,
+                    creator=item.creator,
+                    confidence_score=0.8,
+                    provenance_score=1.0,
+                    trust_class=item.trust_class,
+                    goal=item.goal,
+                    level=Level.L2,
+                    segment=item.segment,
+                    source=item.source,
+                    entities=tuple({f.entity, *item.entities} - {""}),
+                    tags=("fact", slot),
+                    valid_from=item.created_at,
+                    supersedes=supersedes,
+                    contradicts=contradicts,
+                    **fields,
+                )
+                facts.append(fact)
+                if not contradicts:
+                    current[slot] = fact
+        # Edits of facts written in this same batch fold into the new fact itself.
+        fresh = {f.id: i for i, f in enumerate(facts)}
+        out_edits = []
+        for fid, edited in edits.items():
+            if fid in fresh:
+                facts[fresh[fid]] = edited
+            else:
+                out_edits.append(edited)
+        return facts, out_edits, stats
+
+    def _current_fact(self, slot: str) -> Asset | None:
+        """The stored fact that holds ``slot`` now: the latest one nothing supersedes."""
+        best: Asset | None = None
+        for a in self.store.get_many(self.store.list_ids("tag", slot)):
+            if a is None or a.id in self.store.superseded:
+                continue
+            if best is None or (a.valid_from, a.id) > (best.valid_from, best.id):
+                best = a
+        return best
+
+
+def _budget(planned: Sequence[_Planned], opts: IngestOptions) -> set[int]:
+    """The items a session keeps under its budget: each kind its fixed share, most recent first; unused room then
+    goes to the most recent of the rest. Returns ``id()``s of the kept items."""
+    if len(planned) <= opts.item_budget:
+        return {id(p) for p in planned}
+    kept: set[int] = set()
+    for kind in KINDS:
+        quota = int(opts.item_budget * opts.shares.get(kind, 0.0))
+        of_kind = [p for p in planned if p.kind == kind]
+        kept.update(id(p) for p in of_kind[len(of_kind) - quota :] if quota)
+    for p in reversed(planned):
+        if len(kept) >= opts.item_budget:
+            break
+        kept.add(id(p))
+    return kept
+
+
+def _strip_envelopes(records: Sequence[Record]) -> list[str]:
+    """Record texts with every memory envelope cut out, also where one spans several records (a pasted frame in a
+    notes file, split into paragraphs)."""
+    if not any(envelope.MARK in r.text.lower() for r in records):
+        return [r.text for r in records]
+    sep = "\n"
+    joined = sep.join(r.text for r in records)
+    spans = envelope.spans(joined)
+    out = []
+    pos = 0
+    for r in records:
+        lo, hi = pos, pos + len(r.text)
+        keep = []
+        cursor = lo
+        for a, b in spans:
+            if b <= cursor or a >= hi:
+                continue
+            keep.append(joined[cursor : max(cursor, a)])
+            cursor = max(cursor, min(b, hi))
+        keep.append(joined[cursor:hi])
+        out.append("".join(keep))
+        pos = hi + len(sep)
+    return out
+
+
+def parse_shares(text: str) -> dict[str, float]:
+    """``kind=share,…`` (for the CLI) → a shares table."""
+    out = dict(DEFAULT_SHARES)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kind, _, value = part.partition("=")
+        try:
+            out[kind.strip()] = float(value)
+        except ValueError:
+            raise InvalidInput(f"shares: {part!r} is not kind=number") from None
+    return out
+
+
+__all__ = ["KINDS", "Gate", "IngestOptions", "Ingestor", "Report", "fact_id", "slot_tag"]
