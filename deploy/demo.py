@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 EXAMPLES = Path(__file__).with_name("examples") / "assets.jsonl"
+SESSION = Path(__file__).with_name("examples") / "session.jsonl"
+SESSION_SECRETS = [b"sk_test_51HxQeR2eZvKYlo2C8Nf3kLmNoPq", b"s3cr3t-pw", b"Priya Raman", b"priya.raman@example.com"]
 SEARCHES = [
     ("alice", "what does Alice like to drink?"),
     ("bob", "what does Alice like to drink?"),
@@ -37,6 +39,55 @@ def gaml(home: Path, *args: str, stdin: str | None = None) -> str:
     if out.returncode != 0:
         sys.exit(f"demo: `gaml {' '.join(args)}` failed ({out.returncode}):\n{out.stderr}")
     return out.stdout
+
+
+def ingest_act(home: Path) -> None:
+    """An agent's session log becomes memory: items with goals and source pointers, rungs, redaction, erasure."""
+    banner(f"gaml ingest {SESSION.name} --owner alice  (a coding agent's session log, 18 lines)")
+    report = json.loads(gaml(home, "ingest", str(SESSION), "--owner", "alice"))
+    keep = ("sources", "records", "items", "facts", "flagged", "redactions", "local_only", "curation")
+    print(json.dumps({k: report[k] for k in keep}, indent=2))
+    again = json.loads(gaml(home, "ingest", str(SESSION), "--owner", "alice"))
+    print(f"ingest the same log again: {again['items']} new items, {again['skipped']} records behind the watermark")
+    print(gaml(home, "sources").rstrip())
+
+    banner("gaml search 'why did the login test fail' --as alice  (items carry their goal and source pointer)")
+    hits = json.loads(gaml(home, "search", "why did the login test fail", "--as", "alice", "--k", "3", "--json"))
+    for h in hits:
+        item = json.loads(gaml(home, "get", h["id"], "--as", "alice"))
+        print(
+            f"- [{item['level']}] {h['text'][:100]}…\n  goal: {item['goal']!r}\n  source: {item['source']}"
+            f"  kind: {item['payload'].get('kind', item['payload'].get('role'))}"
+        )
+
+    banner("the credentials in the tool output were redacted before anything was stored")
+    hits = json.loads(
+        gaml(home, "search", "stripe api key database url", "--as", "alice", "--type", "tool_result", "--json")
+    )
+    shown = next(h for h in hits if "STRIPE_API_KEY" in h["text"])
+    print(shown["text"])
+
+    banner("the ladder: the arc's L1 summary and L2 distillation, derived from the items (--tag rung:arc)")
+    for level in ("l1", "l2"):
+        hits = json.loads(
+            gaml(home, "search", "invoice export profiling", "--as", "alice", "--tag", "rung:arc", "--k", "6", "--json")
+        )
+        rung = next(h for h in hits if h["level"] == level)
+        asset = json.loads(gaml(home, "get", rung["id"], "--as", "alice"))
+        print(f"{level}: {rung['text']}\n    derived from {len(asset['derived_from'])} items, {asset['privacy_scope']}")
+
+    banner("gaml forget <the item with Priya's email> --as alice  (the item, its facts and its influence go)")
+    email = "priya.raman@example.com"
+    hits = json.loads(gaml(home, "search", "who owns the billing service", "--as", "alice", "--k", "20", "--json"))
+    target = next(h for h in hits if h["level"] == "l0" and email in h["text"])
+    print(f"the item is {json.loads(gaml(home, 'get', target['id'], '--as', 'alice'))['privacy_scope']} (an email)")
+    before = sum(email in h["text"] for h in hits)
+    print(gaml(home, "forget", target["id"], "--as", "alice").rstrip())
+    left = json.loads(gaml(home, "search", "who owns the billing service", "--as", "alice", "--k", "20", "--json"))
+    print(
+        f"results holding the email: {before} before (the item and the rungs compiled from it), "
+        f"{sum(email in h['text'] for h in left)} after"
+    )
 
 
 def banner(text: str) -> None:
@@ -96,8 +147,10 @@ def main() -> None:
         print(json.dumps({k: asset[k] for k in keep}, indent=2))
         print(f"signature: {asset['signature'][:24]}… by node {asset['source_node'][:16]}…")
 
+        ingest_act(home)
+
         banner("encryption at rest: scan every file under the home for private strings")
-        needles = [b"green tea in the morning", b"allergic to peanuts", b"security review", b"Maya"]
+        needles = [b"green tea in the morning", b"allergic to peanuts", b"security review", b"Maya", *SESSION_SECRETS]
         found = [n.decode() for n in needles for p in home.rglob("*") if p.is_file() and n in p.read_bytes()]
         print(
             f"searched {sum(1 for p in home.rglob('*') if p.is_file())} files for {len(needles)} private strings: "

@@ -196,7 +196,12 @@ def display_text(asset: Asset) -> str:
 
 
 def hit_json(hit: Result) -> dict[str, Any]:
-    return {**hit.explain(), "type": hit.asset.asset_type.value, "text": display_text(hit.asset)}
+    return {
+        **hit.explain(),
+        "type": hit.asset.asset_type.value,
+        "level": hit.asset.level.value,
+        "text": display_text(hit.asset),
+    }
 
 
 __all__ = ["Node", "display_text", "hit_json"]

@@ -56,6 +56,7 @@ KINDS: Final = (
     "note",
     "noise",
 )
+MACHINE_KINDS: Final = frozenset({"tool_call", "tool_result", "error", "file_op"})  # tool traffic, not speech
 LEVELS: Final = ("l1", "l2", "l3")
 ROLES: Final = ("item", "arc", "session")
 SPEAKER_ROLES: Final = ("user", "assistant", "tool", "system", "note")  # a speaker equal to one of these is no name
@@ -522,8 +523,10 @@ def curate_source(
         ids = tuple(it.id for it in arc.items)
         skeleton = _skeleton(arc, ordinal)
         if arc.content:
+            # The summary speaks from what people and the agent said; tool traffic only when there is nothing else.
+            said = [it for it in arc.content if it.kind not in MACHINE_KINDS] or list(arc.content)
             summary = clip(
-                cur.summarize([_speaker_text(it) for it in arc.content], goal=arc.goal, limit=summary_chars),
+                cur.summarize([_speaker_text(it) for it in said], goal=arc.goal, limit=summary_chars),
                 summary_chars,
             )
             if not summary:
