@@ -8,8 +8,9 @@ ids of the items it was derived from (``sources``). The orchestrator turns rungs
 Arcs (:func:`form_arcs`)
     Consecutive items of one source, in position order. A new arc starts when an item's goal differs from its arc's
     goal, when the time gap to the previous timed item (``time > 0``) exceeds ``max_gap_us``, or when the arc already
-    holds ``max_items`` items. Items of kind ``noise`` belong to the arc they fall in (so every item is in exactly one
-    arc) but never start one by a goal change, and contribute no content. An arc's goal is that of its first
+    holds ``max_items`` items — except that noise (a farewell after a full arc) still joins it, up to twice as many,
+    rather than open an arc of noise alone. Items of kind ``noise`` belong to the arc they fall in (so every item is in
+    exactly one arc) but never start one by a goal change, and contribute no content. An arc's goal is that of its first
     non-noise item (of its first item when all are noise). An arc's key, ``f"{source_id}#{first position}"``, is
     stable under appends: new items only extend the last arc or open new ones.
 
@@ -25,7 +26,8 @@ the ``l1`` rungs (role ``item``) of its long items; last, one ``l2`` rung of rol
 - ``l2:session``: the arcs' L1 sentences joined (at most :data:`SESSION_CHARS` characters, head and tail kept).
 
 The sources of an arc's rungs are all of the arc's item ids, noise included, so forgetting any item invalidates the
-rungs of its arc. An arc made only of noise items gets its ``l3`` rung alone (pointers, no content). The session
+rungs of its arc. An arc made only of noise items (a session of greetings, or noise after a long gap) still gets its
+three rungs: its L1 and L2 say ``Small talk: …`` with the texts themselves, clipped. The session
 rung's sources are the non-noise item ids (all ids when every item is noise).
 
 Speakers reach the curator inside the texts: an item whose speaker is a name (not its role) is passed as
@@ -389,7 +391,9 @@ def form_arcs(items: Sequence[Item], *, max_items: int = 12, max_gap_us: int = M
     for it in ordered:
         gap = it.time > 0 and last_time > 0 and it.time - last_time > max_gap_us
         changed = not it.is_noise and goal is not None and it.goal != goal
-        if current and (gap or changed or len(current) >= max_items):
+        # A full arc closes before the next item, but trailing noise (a farewell) still joins it, up to twice as many.
+        full = len(current) >= (2 * max_items if it.is_noise else max_items)
+        if current and (gap or changed or full):
             close()
             goal = None
         current.append(it)
@@ -533,6 +537,9 @@ def curate_source(
                 summary = ExtractiveCurator().summarize(
                     [it.text for it in arc.content], goal=arc.goal, limit=summary_chars
                 )
+        else:  # only noise (greetings, thanks): its rungs say so, verbatim and short, and are never promoted further
+            summary = clip("Small talk: " + " ".join(flat(_speaker_text(it)) for it in arc.items), summary_chars)
+        if summary:
             summaries.append(summary)
             distilled = _distill(arc, summary)
             ents, tags = tuple(distilled["entities"]), tuple(skeleton["tags"])

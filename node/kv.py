@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
 from sortedcontainers import SortedList
@@ -56,6 +56,14 @@ class KV(Protocol):
 
     def commit(self, ops: Sequence[Op], *, sync: bool = True) -> None:
         """Apply every op atomically; durable on return when ``sync``."""
+        ...
+
+    def purge(self, keys: Mapping[str, Sequence[bytes]]) -> None:
+        """Make sure no earlier value of these keys (overwritten or deleted) survives anywhere in storage.
+
+        Erasure calls it: an old version lingering in a log or a file until some later compaction would otherwise
+        keep what was forgotten.
+        """
         ...
 
     def close(self) -> None: ...
@@ -179,6 +187,14 @@ class MemoryKV:
                 del d[op.key]
                 keys.remove(op.key)
         self.commits += 1
+
+    def purge(self, keys: Mapping[str, Sequence[bytes]]) -> None:
+        """Nothing to do: a dict keeps no earlier values."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        for space in keys:
+            if space not in SPACES:
+                raise StoreError(f"unknown space {space!r}")
 
     def close(self) -> None:
         self._closed = True

@@ -14,8 +14,9 @@ derivatives (facts, redacted packets) are tombstoned. A minimal audit receipt (i
 Retention expiry (``retention_policy``) goes through the same path.
 
 **Retirement** (level retention, :class:`node.tiers.TierPolicy`): an L0 item past its level's retention loses its
-verbatim text, but the rungs compiled from it stay: they are *frozen* (kept as they are, never rebuilt from the
-remaining items) until an erasure touches them, which erasure wins.
+verbatim text, but the arc and item rungs compiled from it stay: they are *frozen* (kept as they are, never rebuilt
+from the remaining items; curation leaves the items they cover alone) until an erasure touches them, which erasure
+wins. The session roll-up is not frozen: it is compiled again, at once, from the items no frozen rung covers.
 
 **Tiers**: ``retier`` sets each asset's tier from its heat; ``visit`` records reads (hydration calls it).
 """
@@ -31,7 +32,7 @@ from node import curate as curation
 from node.core import Node
 from node.ingest import Ingestor
 from node.tiers import TierPolicy, retired, tier_of, visit
-from policy.access import PolicyError, inherit
+from policy.access import PolicyError, expired, inherit
 from policy.errors import Deleted, NotFound
 from policy.model import Asset, AssetType, Creator, Level, SourcePointer, Tier, TrustClass, item_id
 
@@ -66,7 +67,7 @@ class ErasureReceipt:
     rebuilt_sources: int  # sources whose rungs were recompiled without it
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "tombstoned": list(self.tombstoned)}
 
 
 def rung_id(key: str, generation: int = 0) -> str:
@@ -247,6 +248,11 @@ class Ladder:
         receipt = ErasureReceipt(id_, now, by or "", reason, tuple(sorted(tombstoned)), rebuilt)
         self.store.write_meta({self.store.meta_name(ERASURE, f"{id_}:{now}"): json.dumps(receipt.to_json()).encode()})
         self.store.checkpoint()  # index snapshots are rewritten without its vector
+        # No earlier version of the item or of anything compiled from it may linger in a log or a table file.
+        touched = {id_, *(d.id for d in derived)}
+        for sid in sources:
+            touched.update(self._state(sid)["rungs"].values())
+        self.store.purge(sorted(touched))
         return receipt
 
     def _derivatives(self, id_: str) -> list[Asset]:
@@ -268,14 +274,17 @@ class Ladder:
         return sorted((json.loads(d) for _, d in self.store.scan_meta(ERASURE)), key=lambda r: (r["at"], r["id"]))
 
     def expire(self, now: int) -> list[ErasureReceipt]:
-        """Erase every asset whose retention policy has run out (the same path as ``forget``)."""
-        due = sorted({i for live in self.store._live.values() for i in live.views.expired(now)})
+        """Erase every asset whose retention policy has run out (the same path as ``forget``).
+
+        Sources go before what was compiled from them (by level), and each asset is checked again when its turn
+        comes: a derivative that only inherited the date was rebuilt without its source by then, and is no longer due.
+        """
+        found = [a for a in self.store.get_many(self.store.expired(now)) if a is not None]
         out = []
-        for id_ in due:
-            try:
-                out.append(self.forget(id_, now, reason="retention"))
-            except NotFound:
-                continue  # already gone with an earlier one
+        for a in sorted(found, key=lambda a: (_LEVEL_RANK[a.level], a.id)):
+            current = self.store.get_many([a.id])[0]
+            if current is not None and expired(current, now):  # else gone, or rebuilt, with an earlier one
+                out.append(self.forget(a.id, now, reason="retention"))
         return out
 
     # -- retirement and tiers --------------------------------------------------------------------------------------
@@ -297,7 +306,7 @@ class Ladder:
                     rung = self.store.get(rid)
                 except NotFound:
                     continue
-                if gone & set(rung.derived_from):
+                if gone & set(rung.derived_from) and rung.payload.get("role") != "session":
                     frozen[key] = rid
             rungs = {k: v for k, v in state["rungs"].items() if k not in frozen}
             retired_ids = sorted({*state["retired"], *gone})
@@ -307,15 +316,16 @@ class Ladder:
             for a in old:
                 self.store.delete(a.id, now)
                 count += 1
+            self._curate_source(sid, now, CurationReport())  # the roll-up, compiled again without them
         return count
 
     def retier(self, now: int) -> dict[str, int]:
         """Set every live asset's tier from its heat at ``now``; returns how many are in each tier."""
         counts = {t.value: 0 for t in Tier}
         changes = []
-        for live in self.store._live.values():
-            ids = sorted(live.views.views)
-            for a in self.store.get_many(ids):
+        ids = self.store.live_ids()
+        for i in range(0, len(ids), 1024):
+            for a in self.store.get_many(ids[i : i + 1024]):
                 if a is None:
                     continue
                 t = tier_of(a, now, self.policy)
@@ -337,6 +347,8 @@ class Ladder:
         self.store.update_local(changes)
 
 
+# Sources before what is compiled from them: L0 first.
+_LEVEL_RANK: Final = {level: rank for rank, level in enumerate(Level)}
 # The least trusted first: a derivative is as trusted as its least trusted source.
 _TRUST_RANK: Final = {TrustClass.LOWER_TRUST: 0, TrustClass.UNVERIFIED: 1, TrustClass.HIGHER_TRUST: 2}
 

@@ -9,11 +9,20 @@ every column-family view, handle and iterator is gone (P5).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from rocksdict import AccessType, DBRecoveryMode, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import (
+    AccessType,
+    BottommostLevelCompaction,
+    CompactOptions,
+    DBRecoveryMode,
+    Options,
+    Rdict,
+    WriteBatch,
+    WriteOptions,
+)
 
 from node.kv import SPACES, Delete, Op, Put, check_key, check_ops
 from policy.errors import StoreClosed, StoreCorrupt, StoreError, StoreLocked
@@ -171,6 +180,26 @@ class RocksKV:
         wo.sync = sync
         try:
             self._db.write(wb, wo)
+        except Exception as e:
+            raise _classify(e, self.path) from e
+
+    def purge(self, keys: Mapping[str, Sequence[bytes]]) -> None:
+        """Flush every column family (so the write-ahead log holding old values is retired), then compact the key
+        ranges of ``keys`` down to the bottommost level, which drops their overwritten and deleted versions."""
+        if self._closed:
+            raise StoreClosed(f"the store at {self.path} is closed")
+        for space in keys:
+            self._view(space)
+        try:
+            for space in SPACES:
+                self._cf[space].flush(True)
+            self._db.flush_wal(True)
+            opts = CompactOptions()
+            opts.set_bottommost_level_compaction(BottommostLevelCompaction.force())
+            opts.set_exclusive_manual_compaction(True)
+            for space, ks in keys.items():
+                for k in sorted(set(ks)):  # each key's own range: only the files that hold it are rewritten
+                    self._cf[space].compact_range(k, k + b"\x00", opts)
         except Exception as e:
             raise _classify(e, self.path) from e
 

@@ -881,6 +881,20 @@ class Store:
 
     # -- index maintenance -----------------------------------------------------------------------------------------
 
+    def purge(self, ids: Iterable[str]) -> None:
+        """Drop every earlier version of these assets' records and vectors from storage (see ``KV.purge``): an
+        erased item must not linger, even sealed, in a log or a table file until some later compaction."""
+        sids = [self.sid(_check_id(i)) for i in ids]
+        self.kv.purge({"assets": sids, "vectors": [pid + sid for pid in self._live for sid in sids]})
+
+    def live_ids(self) -> list[str]:
+        """Ids of every live asset (from the in-memory views; no record is read)."""
+        return sorted(i for live in self._live.values() for i in live.views.views)
+
+    def expired(self, now: int) -> list[str]:
+        """Ids of live assets whose retention policy has run out at ``now``."""
+        return sorted({i for live in self._live.values() for i in live.views.expired(now)})
+
     def pending(self) -> int:
         return sum(len(lv.pending) for lv in self._live.values())
 

@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from policy.errors import InvalidInput
+from policy.errors import InvalidInput, UnknownEnumValue
 from policy.model import Asset, AssetType, Heat, Level, Tier
 
 US_PER_DAY: Final = 86_400 * 1_000_000
@@ -48,16 +48,15 @@ class TierPolicy:
     )
 
     def __post_init__(self) -> None:
+        for name in ("half_life_days", "hot_at", "warm_at"):
+            if not _is_number(getattr(self, name)):
+                raise InvalidInput(f"tiers: {name} must be a number")
         if not self.half_life_days > 0:
             raise InvalidInput("tiers: half_life_days must be positive")
         if not 0 < self.warm_at <= self.hot_at:
             raise InvalidInput("tiers: need 0 < warm_at <= hot_at")
         for name in ("forget_after_days", "retention_days"):
-            table = getattr(self, name)
-            for level, days in table.items():
-                Level.parse(level)
-                if not isinstance(days, (int, float)) or isinstance(days, bool) or days < 0 or not math.isfinite(days):
-                    raise InvalidInput(f"tiers: {name}.{level} must be a non-negative number of days")
+            object.__setattr__(self, name, _days_table(name, getattr(self, name)))
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> TierPolicy:
@@ -67,7 +66,7 @@ class TierPolicy:
         kw = dict(d)
         for name in ("forget_after_days", "retention_days"):
             if name in kw:
-                kw[name] = {**getattr(cls(), name), **kw[name]}
+                kw[name] = {**getattr(cls(), name), **_days_table(name, kw[name])}
         try:
             return cls(**kw)
         except TypeError as e:
@@ -88,6 +87,26 @@ class TierPolicy:
 
     def retention_us(self, level: Level) -> int:
         return int(self.retention_days.get(level.value, 0.0) * US_PER_DAY)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _days_table(name: str, table: object) -> dict[str, float]:
+    """A per-level table of days, keyed by level value (``l0`` … ``l3``, however the caller spelled them)."""
+    if not isinstance(table, Mapping):
+        raise InvalidInput(f"tiers: {name} must map levels (l0 … l3) to days")
+    out: dict[str, float] = {}
+    for level, days in table.items():
+        try:
+            key = Level.parse(level).value
+        except UnknownEnumValue:
+            raise InvalidInput(f"tiers: {name} names an unknown level {level!r}; levels are l0 … l3") from None
+        if not _is_number(days) or days < 0 or not math.isfinite(days):
+            raise InvalidInput(f"tiers: {name}.{key} must be a non-negative number of days")
+        out[key] = float(days)
+    return out
 
 
 def visit(heat: Heat, level: Level, now: int, policy: TierPolicy) -> Heat:

@@ -442,7 +442,25 @@ def check_random_against_model(make_kv: MakeKV) -> None:
         random_scan()
 
 
+def check_purge_keeps_live_data(make_kv: MakeKV) -> None:
+    """purge() changes no visible value: live keys keep their latest value, deleted keys stay deleted; an unknown
+    space is refused and a closed store raises StoreClosed."""
+    kv = make_kv()
+    kv.commit([Put("assets", b"a", b"1"), Put("assets", b"b", b"2"), Put("vectors", b"v", b"3")])
+    kv.commit([Put("assets", b"a", b"1b"), Delete("assets", b"b")])
+    before = snapshot(kv)
+    kv.purge({"assets": [b"a", b"b", b"missing"], "vectors": []})
+    assert snapshot(kv) == before
+    assert kv.load("assets", b"a") == b"1b" and kv.load("assets", b"b") is None
+    with pytest.raises(StoreError):
+        kv.purge({"nope": [b"a"]})
+    kv.close()
+    with pytest.raises(StoreClosed):
+        kv.purge({"assets": [b"a"]})
+
+
 KV_CHECKS: tuple[Callable[[MakeKV], None], ...] = (
+    check_purge_keeps_live_data,
     check_load_missing,
     check_unknown_space,
     check_commit_across_spaces,

@@ -126,3 +126,23 @@ def test_rocks_close_releases_lock_during_suspended_scan(tmp_path: Path) -> None
     again = RocksKV(path)  # raises StoreLocked while `scan` is alive
     again.close()
     del scan
+
+
+def test_purge_removes_old_versions_from_the_files(tmp_path: Path) -> None:
+    """An overwritten value that reached a table file, and a deleted one still in the write-ahead log, are gone from
+    every file after purge() (what erasure relies on); the scan finds the marker before, so it can find it."""
+    kv = RocksKV(tmp_path / "db")
+    marker, logged = b"PLAINTEXT-old-version-zanzibar", b"PLAINTEXT-only-in-the-log-quux"
+
+    def files_with(needle: bytes) -> list[str]:
+        return [p.name for p in (tmp_path / "db").rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+    kv.commit([Put("assets", b"k1", marker), Put("assets", b"k2", b"x" * 64)])
+    kv.purge({"assets": [b"k2"]})  # flushes k1's first version into a table file
+    kv.commit([Put("assets", b"k1", b"replacement"), Put("meta", b"m", logged)])
+    kv.commit([Delete("meta", b"m")])
+    assert files_with(marker) and files_with(logged)
+    kv.purge({"assets": [b"k1"], "meta": [b"m"]})
+    assert files_with(marker) == [] and files_with(logged) == []
+    assert kv.load("assets", b"k1") == b"replacement" and kv.load("meta", b"m") is None
+    kv.close()
