@@ -872,6 +872,7 @@ def goal_text(text: str, limit: int = 160) -> str:
     a greeting prefix, cut at a word boundary to at most ``limit`` characters."""
     found = _goal_sentence(text)
     label = found[0] if found else _collapse(text)
+    label = label[:1].upper() + label[1:]  # a stripped lead-in ("Now, please …") leaves a lower-case start
     if len(label) <= limit:
         return label
     cut = label[: limit + 1].rfind(" ")

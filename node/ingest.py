@@ -14,8 +14,9 @@ For each source (one session), in order:
 4. **Context mapping** — session, task (goal), source pointer, speaker, owner, tenant, segment.
 5. **Privacy classification** — the deterministic rules (``node/privacy_rules.json`` or the home's own) are
    authoritative: credentials are redacted before anything is stored; personal data keeps the item local-only.
-6. **Temporal tracking** — a new value for the same (entity, attribute) supersedes the old fact (whose validity window
-   closes); a negation of the current value gets a ``contradicts`` edge.
+6. **Temporal tracking** — a new fact for the same (entity, attribute), a new value or the same one restated,
+   supersedes the fact that held the slot (whose validity window closes); a negation of the current value gets a
+   ``contradicts`` edge instead.
 7. **Write evaluation** — near-duplicates (SimHash over shingles, confirmed by embedding similarity), novelty,
    expected utility, contamination risk, policy. Nothing is silently dropped: a record that yields no item
    (an envelope, an empty text, a forgotten item, one past the session's item budget) is *gated* and recorded with
@@ -37,13 +38,14 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 import numpy as np
 
 from node import envelope, extract
 from node.core import Node
-from node.privacy import Rules
+from node.privacy import Classification, Rules
 from node.records import Record, Source
 from policy.access import inherit
 from policy.errors import InvalidInput, NotFound
@@ -116,6 +118,9 @@ CREATORS: Final[Mapping[str, Creator]] = {
     "note": Creator.USER,
 }
 ROLE_NAMES: Final = frozenset({"user", "assistant", "tool", "system", "note"})  # a speaker that is no name
+# Formats whose sessions are with an agent from their first record on (a growing session has no reply yet).
+AGENT_FORMATS: Final = frozenset({"transcript", "chat"})
+FIT_MARGIN_CHARS: Final = 16  # room for the ellipsis when a text is clipped to fit the payload limit
 FACT_SALT: Final = "#fact"
 WATERMARK: Final = "src"  # meta kind of the per-source watermarks
 WATERMARK_FORMAT: Final = 1
@@ -248,7 +253,16 @@ class Ingestor:
         now: int,
         progress: Callable[[int], None] | None = None,
     ) -> Report:
-        """Ingest sources; ``progress`` is told how many records were handled after each batch."""
+        """Ingest sources; ``progress`` is told how many records were handled after each batch.
+
+        Item ids derive from the source alone, so a source belongs to the owner (and tenant) that first ingested it:
+        naming another raises :class:`InvalidInput` before anything is written.
+        """
+        owned = (opts.owner, opts.tenant)
+        for source in sources:
+            wm = self.watermark(source.source_id)
+            if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != owned:
+                raise InvalidInput(f"source {source.source_id!r} was ingested for another owner or tenant")
         report = Report()
         for source in sources:
             self._ingest_source(source, opts, now, report, progress)
@@ -265,7 +279,6 @@ class Ingestor:
         report.sources += 1
         report.records += len(source.records)
         texts = _strip_envelopes(source.records)
-        report.envelopes += sum(1 for r, t in zip(source.records, texts, strict=True) if t != r.text)
         wm = self.watermark(source.source_id)
         start = 0
         if wm is not None and wm.get("format_version") == WATERMARK_FORMAT:
@@ -277,19 +290,27 @@ class Ingestor:
             else:
                 report.rewritten.append(source.source_id)
         report.skipped += start
+        report.envelopes += sum(
+            1 for r, t in zip(source.records, texts, strict=True) if r.position >= start and t != r.text
+        )
         planned, gates = self._plan(source, texts, opts)
         new = [p for p in planned if p.record.position >= start]
         gates = [g for g in gates if g.position >= start]
-        # An id that was forgotten stays forgotten: re-ingesting its source does not bring it back.
+        # An id that was forgotten stays forgotten: re-ingesting its source does not bring it back. A stored item
+        # keeps its type: a changed record is an edit of it, whatever kind it reads as now.
         kept: list[_Planned] = []
+        types: dict[int, AssetType] = {}
         for p in new:
-            if self._is_tombstone(item_id(source.source_id, p.record.position)):
+            old = self._stored(item_id(source.source_id, p.record.position))
+            if old is not None and old.tombstone:
                 gates.append(Gate(p.record.position, "forgotten"))
-            else:
-                kept.append(p)
+                continue
+            kept.append(p)
+            if old is not None:
+                types[p.record.position] = old.asset_type
         self._evaluate(planned, kept, opts)
-        items = [self._item(source, p, opts, now) for p in kept]
-        facts, superseded_edits, stats = self._facts(source, kept, items, now)
+        items = [self._item(source, p, opts, now, types.get(p.record.position)) for p in kept]
+        facts, superseded_edits, stats = self._facts(source, kept, items, opts, start)
         report.items += len(items)
         report.facts += len(facts)
         report.superseded += stats["superseded"]
@@ -306,6 +327,8 @@ class Ingestor:
         mark = {
             "format_version": WATERMARK_FORMAT,
             "source_id": source.source_id,
+            "owner": opts.owner,
+            "tenant": opts.tenant,
             "format": source.format,
             "title": source.title,
             "records": len(source.records),
@@ -324,21 +347,23 @@ class Ingestor:
             before = self.store.seq
             self.node.put(batch, now, meta={name: json.dumps(mark).encode()} if last else None)
             report.written += self.store.seq - before
-            if progress:
-                progress(len(batch) if not last else len(batch) + len(source.records) - len(kept))
+            if progress:  # records, not writes: the items come first in ``writes``, then facts and edits
+                done = max(0, min(len(batch), len(items) - i * opts.batch))
+                progress(done + (len(source.records) - len(items) if last else 0))
         if kept:
             report.dirty.append(source.source_id)
 
-    def _is_tombstone(self, id_: str) -> bool:
+    def _stored(self, id_: str) -> Asset | None:
+        """The stored asset (a tombstone included) under ``id_``, or None."""
         try:
-            return self.store.get(id_, include_deleted=True).tombstone
+            return self.store.get(id_, include_deleted=True)
         except NotFound:
-            return False
+            return None
 
     # -- the parsing rules -----------------------------------------------------------------------------------------
 
     def _plan(self, source: Source, texts: Sequence[str], opts: IngestOptions) -> tuple[list[_Planned], list[Gate]]:
-        agentic = any(r.role in ("assistant", "tool") for r in source.records)
+        agentic = source.format in AGENT_FORMATS or any(r.role in ("assistant", "tool") for r in source.records)
         session_goal = f"session: {source.title or source.source_id}"
         goal = session_goal
         planned: list[_Planned] = []
@@ -348,18 +373,19 @@ class Ingestor:
                 gates.append(Gate(record.position, "envelope" if record.text.strip() else "empty"))
                 continue
             kind = self._kind(record, raw, agentic)
-            if kind == "goal":
-                goal = extract.goal_text(raw)
+            # Classify the whole text, then clip: a cut through a secret would leave pieces no rule recognises.
+            c = self.rules.classify(raw)
+            if kind == "goal":  # the label travels to the items that follow: nothing private goes with it
+                goal = extract.goal_text(_masked(raw, c))
             limit = opts.conclusion_chars if record.role == "assistant" else opts.tool_chars
-            text = extract.head_tail(raw, limit) if record.role in ("assistant", "tool") else raw
-            c = self.rules.classify(text)
+            text = extract.head_tail(c.text, limit) if record.role in ("assistant", "tool") else c.text
             tags = {f"kind:{kind}", f"role:{record.role}", f"format:{source.format}", *c.tags}
             if extract.is_remember(text):
                 tags.add("remember")
             planned.append(
                 _Planned(
                     record=record,
-                    text=c.text,
+                    text=text,
                     kind=kind,
                     goal=goal,
                     tags=tags,
@@ -386,7 +412,8 @@ class Ingestor:
             first = (extract.sentences(text) or [text])[0]
             if extract.cues(first).constraints and not extract.is_goal(first):
                 return "constraint"
-            if extract.is_goal(text):
+            # A request anywhere in the message sets the goal ("The export times out. Can you profile it?").
+            if extract.is_goal(text) or any(extract.is_goal(s) for s in extract.sentences(text)[1:]):
                 return "goal"
         if record.role == "assistant":
             return "conclusion"
@@ -424,10 +451,12 @@ class Ingestor:
                 p.gate = p.gate or "near_duplicate"
                 p.duplicate_of = q.record.position
 
-    def _item(self, source: Source, p: _Planned, opts: IngestOptions, now: int) -> Asset:
+    def _item(
+        self, source: Source, p: _Planned, opts: IngestOptions, now: int, asset_type: AssetType | None = None
+    ) -> Asset:
         r = p.record
         time = r.time or source.time or now
-        entities = extract.entities(p.text)
+        entities = [e for e in extract.entities(p.text) if "REDACTED" not in e]  # not the placeholders' names
         if r.speaker and r.speaker not in ROLE_NAMES:
             entities = [r.speaker, *entities]
         tags = set(p.tags)
@@ -452,10 +481,11 @@ class Ingestor:
             payload["eval"]["duplicate_of"] = item_id(source.source_id, p.duplicate_of)
         for k, v in r.meta.items():
             if k not in payload and isinstance(v, (str, int, float, bool)):
-                payload[k] = v
-        return Asset(
+                # A parser's meta (a notes section heading, a path) is text no rule has seen yet.
+                payload[k] = _masked(v, self.rules.classify(v)) if isinstance(v, str) else v
+        asset = Asset(
             id=item_id(source.source_id, r.position),
-            asset_type=TYPES[p.kind],
+            asset_type=asset_type or TYPES[p.kind],
             payload=payload,
             owner_id=opts.owner,
             tenant_scope=opts.tenant,
@@ -473,76 +503,99 @@ class Ingestor:
             entities=tuple(e for e in entities if e),
             tags=tuple(sorted(tags)),
         )
+        return self._fit(asset)
+
+    def _fit(self, asset: Asset) -> Asset:
+        """``asset`` with its text clipped (head and tail) so that its payload fits the store's limit: a record too
+        large to store must not fail its source's ingestion. The verbatim record stays behind the source pointer."""
+        over = asset.payload_size() - self.store.max_payload_bytes
+        if over <= 0:
+            return asset
+        text = str(asset.payload["text"])
+        limit = max(0, len(text) - over - FIT_MARGIN_CHARS)  # every character takes at least one byte
+        return asset.replace(payload={**asset.payload, "text": extract.head_tail(text, limit)})
 
     # -- facts and temporal tracking -------------------------------------------------------------------------------
 
     def _facts(
-        self, source: Source, planned: Sequence[_Planned], items: Sequence[Asset], now: int
+        self, source: Source, planned: Sequence[_Planned], items: Sequence[Asset], opts: IngestOptions, start: int
     ) -> tuple[list[Asset], list[Asset], dict[str, int]]:
-        """Slot facts of the new items, each superseding (or contradicting) the current fact of its slot."""
+        """Slot facts of the new items, each superseding (or contradicting) the fact that held its slot before it.
+
+        Slots are the owner's (within the tenant): another owner's facts are never touched. What held a slot before
+        is decided in time order, so ingesting a source again (its watermark lost, or its records rewritten) derives
+        the same facts, and a session ingested after a later one neither overrides the later facts nor stays open.
+        """
         stats = {"superseded": 0, "contradicted": 0}
         facts: list[Asset] = []
-        current: dict[str, Asset] = {}  # slot -> the fact that holds it now
+        current: dict[str, Asset | None] = {}  # slot -> the fact that holds it now
         edits: dict[str, Asset] = {}
-        for p, item in zip(planned, items, strict=True):
-            if p.gate:
-                continue
+        pending = [
+            (p, item, k, f)
+            for p, item in zip(planned, items, strict=True)
+            if not p.gate
+            for k, f in enumerate(extract.facts(p.text, p.record.speaker))
+        ]
+        fresh_ids = {fact_id(source.source_id, p.record.position, k) for p, _, k, _ in pending}
+        stored: dict[str, list[Asset]] = {}  # slot -> the owner's other stored facts that can hold it
+        for p, item, k, f in pending:
+            fid = fact_id(source.source_id, p.record.position, k)
+            old = self._stored(fid)
+            if old is not None and old.tombstone:
+                continue  # a forgotten fact stays forgotten
             speaker = p.record.speaker if p.record.speaker not in ROLE_NAMES else ""
-            for k, f in enumerate(extract.facts(p.text, p.record.speaker)):
-                if not f.entity and speaker:  # in a conversation, an unowned claim is the speaker's
-                    f = dataclasses.replace(f, entity=speaker.lower())
-                slot = slot_tag(f.entity, f.attribute)
-                if slot not in current:
-                    held = self._current_fact(slot)
-                    if held is not None:
-                        current[slot] = held
-                payload = {
-                    "text": f.text,
-                    "entity": f.entity,
-                    "attribute": f.attribute,
-                    "value": f.value,
-                    "negated": f.negated,
-                    "session": source.source_id,
-                }
-                fields = inherit([item])
-                supersedes: tuple[str, ...] = ()
-                contradicts: tuple[str, ...] = ()
-                prev = current.get(slot)
-                if prev is not None and prev.id != fact_id(source.source_id, p.record.position, k):
-                    same = prev.payload.get("value", "").lower() == f.value.lower()
-                    if f.negated and same and not prev.payload.get("negated"):
-                        contradicts = (prev.id,)
-                        stats["contradicted"] += 1
-                    elif not same or bool(prev.payload.get("negated")) != f.negated:
-                        supersedes = (prev.id,)
-                        stats["superseded"] += 1
-                        closed = edits.get(prev.id, prev)
-                        if not closed.valid_to and closed.valid_from <= item.created_at:
-                            edits[prev.id] = closed.replace(valid_to=item.created_at, signature=b"")
-                fact = Asset(
-                    id=fact_id(source.source_id, p.record.position, k),
-                    asset_type=AssetType.FACT,
-                    payload=payload,
-                    created_at=item.created_at,
-                    updated_at=item.created_at,
-                    creator=item.creator,
-                    confidence_score=0.8,
-                    provenance_score=1.0,
-                    trust_class=item.trust_class,
-                    goal=item.goal,
-                    level=Level.L2,
-                    segment=item.segment,
-                    source=item.source,
-                    entities=tuple({f.entity, *item.entities} - {""}),
-                    tags=("fact", slot),
-                    valid_from=item.created_at,
-                    supersedes=supersedes,
-                    contradicts=contradicts,
-                    **fields,
-                )
-                facts.append(fact)
-                if not contradicts:
-                    current[slot] = fact
+            if not f.entity and speaker:  # in a conversation, an unowned claim is the speaker's
+                f = dataclasses.replace(f, entity=speaker.lower())
+            slot = slot_tag(f.entity, f.attribute)
+            if slot not in stored:
+                stored[slot] = self._slot_facts(slot, opts, fresh_ids)
+                current[slot] = _held(stored[slot], source.source_id, item.created_at, start)
+            payload = {
+                "text": f.text,
+                "entity": f.entity,
+                "attribute": f.attribute,
+                "value": f.value,
+                "negated": f.negated,
+                "session": source.source_id,
+            }
+            fields = inherit([item])
+            supersedes: tuple[str, ...] = ()
+            contradicts: tuple[str, ...] = ()
+            prev = current[slot]
+            if prev is not None:
+                if f.negated and _same_value(prev, f.value) and not prev.payload.get("negated"):
+                    contradicts = (prev.id,)
+                    stats["contradicted"] += 1
+                else:  # a new value, or the same one restated: either way the slot's holder changes
+                    supersedes = (prev.id,)
+                    stats["superseded"] += 1
+                    closed = edits.get(prev.id, prev)
+                    if not closed.valid_to and closed.valid_from <= item.created_at:
+                        edits[prev.id] = closed.replace(valid_to=item.created_at, signature=b"")
+            fact = Asset(
+                id=fid,
+                asset_type=AssetType.FACT,
+                payload=payload,
+                created_at=item.created_at,
+                updated_at=item.created_at,
+                creator=item.creator,
+                confidence_score=0.8,
+                provenance_score=1.0,
+                trust_class=item.trust_class,
+                goal=item.goal,
+                level=Level.L2,
+                segment=item.segment,
+                source=item.source,
+                entities=tuple({f.entity, *item.entities} - {""}),
+                tags=("fact", slot),
+                valid_from=item.created_at,
+                supersedes=supersedes,
+                contradicts=contradicts,
+                **fields,
+            )
+            facts.append(fact)
+            if not contradicts:
+                current[slot] = fact
         # Edits of facts written in this same batch fold into the new fact itself.
         fresh = {f.id: i for i, f in enumerate(facts)}
         out_edits = []
@@ -551,17 +604,73 @@ class Ingestor:
                 facts[fresh[fid]] = edited
             else:
                 out_edits.append(edited)
+        # A slot's last new fact closes where a later stored fact (a session ingested earlier) replaced it.
+        for slot, last in current.items():
+            i = fresh.get(last.id) if last is not None else None
+            if i is None or facts[i].valid_to:
+                continue
+            after = _following(stored[slot], source.source_id, facts[i].valid_from)
+            if after is not None:
+                facts[i] = facts[i].replace(valid_to=after.valid_from)
         return facts, out_edits, stats
 
-    def _current_fact(self, slot: str) -> Asset | None:
-        """The stored fact that holds ``slot`` now: the latest one nothing supersedes."""
-        best: Asset | None = None
-        for a in self.store.get_many(self.store.list_ids("tag", slot)):
-            if a is None or a.id in self.store.superseded:
-                continue
-            if best is None or (a.valid_from, a.id) > (best.valid_from, best.id):
-                best = a
-        return best
+    def _slot_facts(self, slot: str, opts: IngestOptions, exclude: AbstractSet[str]) -> list[Asset]:
+        """The stored facts of ``slot`` that can hold it: the owner's (in the tenant), live, not contradictions, and
+        not about to be derived again (``exclude``)."""
+        return [
+            a
+            for a in self.store.get_many(self.store.list_ids("tag", slot))
+            if a is not None
+            and a.owner_id == opts.owner
+            and a.tenant_scope == opts.tenant
+            and not a.contradicts
+            and a.id not in exclude
+        ]
+
+
+def _same_value(fact: Asset, value: str) -> bool:
+    return str(fact.payload.get("value", "")).lower() == value.lower()
+
+
+def _before(fact: Asset, source_id: str, time: int, start: int) -> bool:
+    """Whether stored ``fact`` precedes a new fact of ``source_id`` at ``time``: the source's own facts do when they
+    come from records below the watermark (``start`` > 0: at 0 they are all being derived again); other sources' facts
+    by time, ties broken by source id."""
+    session = str(fact.payload.get("session", ""))
+    if session == source_id:
+        return start > 0
+    return (fact.valid_from, session) < (time, source_id)
+
+
+def _held(stored: Sequence[Asset], source_id: str, time: int, start: int) -> Asset | None:
+    """The stored fact that holds a slot just before a new fact of ``source_id`` at ``time``: the latest of those
+    before it that none of those before it supersedes."""
+    before = [a for a in stored if _before(a, source_id, time, start)]
+    replaced = {t for a in before for t in a.supersedes}
+    return max((a for a in before if a.id not in replaced), key=lambda a: (a.valid_from, a.id), default=None)
+
+
+def _following(stored: Sequence[Asset], source_id: str, time: int) -> Asset | None:
+    """The earliest stored fact of another source that comes after a new fact of ``source_id`` at ``time``."""
+    after = [a for a in stored if str(a.payload.get("session", "")) != source_id and not _before(a, source_id, time, 0)]
+    return min(after, key=lambda a: (a.valid_from, str(a.payload.get("session", "")), a.id), default=None)
+
+
+def _masked(text: str, c: Classification) -> str:
+    """``text`` with every finding of ``c`` (its classification) that is redacted or must stay local-only replaced by
+    its ``[REDACTED:<rule>]`` placeholder: for text that leaves the record it came from, and so its scope."""
+    spans: list[tuple[int, int, str]] = []
+    for f in sorted(c.findings, key=lambda f: (f.start, -f.end)):
+        if f.action == "flag":
+            continue
+        if spans and f.start < spans[-1][1]:
+            start, end, rule = spans[-1]
+            spans[-1] = (start, max(end, f.end), rule)
+        else:
+            spans.append((f.start, f.end, f.rule))
+    for start, end, rule in reversed(spans):
+        text = f"{text[:start]}[REDACTED:{rule}]{text[end:]}"
+    return text
 
 
 def _budget(planned: Sequence[_Planned], opts: IngestOptions) -> set[int]:
@@ -582,17 +691,35 @@ def _budget(planned: Sequence[_Planned], opts: IngestOptions) -> set[int]:
 
 
 def _strip_envelopes(records: Sequence[Record]) -> list[str]:
-    """Record texts with every memory envelope cut out, also where one spans several records (a pasted frame in a
-    notes file, split into paragraphs)."""
-    if not any(envelope.MARK in r.text.lower() for r in records):
-        return [r.text for r in records]
+    """Record texts with every memory envelope cut out.
+
+    The envelope rules apply to one text at a time: a message is a text of its own (an envelope never spans two, and a
+    malformed one must not swallow the messages around it), while a run of note records is one text split into
+    paragraphs (a pasted frame with blank lines in its body spans several).
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(records):
+        j = i + 1
+        if records[i].role == "note":
+            while j < len(records) and records[j].role == "note":
+                j += 1
+        out.extend(_strip_text([r.text for r in records[i:j]]))
+        i = j
+    return out
+
+
+def _strip_text(pieces: Sequence[str]) -> list[str]:
+    """The pieces of one text (joined by newlines) with the envelopes cut out, piece by piece."""
     sep = "\n"
-    joined = sep.join(r.text for r in records)
+    joined = sep.join(pieces)
+    if not envelope.contains(joined):
+        return list(pieces)
     spans = envelope.spans(joined)
     out = []
     pos = 0
-    for r in records:
-        lo, hi = pos, pos + len(r.text)
+    for piece in pieces:
+        lo, hi = pos, pos + len(piece)
         keep = []
         cursor = lo
         for a, b in spans:

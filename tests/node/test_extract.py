@@ -402,9 +402,10 @@ def test_is_goal_rejects_statements_acknowledgements_and_chat(text: str) -> None
 
 
 def test_goal_text_first_request_sentence_collapsed_and_cut() -> None:
-    """The label is the first non-noise sentence, without a greeting, whitespace-collapsed, cut at a word boundary."""
-    assert goal_text("Thanks! Now please   add\ttests. Then ship it.") == "please add tests."
-    assert goal_text("Hey Claude, fix the flaky test in CI.") == "fix the flaky test in CI."
+    """The label is the first non-noise sentence, without a greeting (and capitalized again after one),
+    whitespace-collapsed, cut at a word boundary."""
+    assert goal_text("Thanks! Now please   add\ttests. Then ship it.") == "Please add tests."
+    assert goal_text("Hey Claude, fix the flaky test in CI.") == "Fix the flaky test in CI."
     long = "Please " + " ".join(["refactor"] * 40) + " now."
     label = goal_text(long, limit=50)
     assert len(label) <= 50 and label.endswith("refactor") and label.startswith("Please refactor")
