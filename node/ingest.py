@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -180,6 +181,7 @@ class Report:
     local_only: int = 0
     superseded: int = 0
     contradicted: int = 0
+    retracted: int = 0  # facts a rewritten record no longer states
     rewritten: list[str] = dataclasses.field(default_factory=list)  # sources whose processed prefix had changed
     dirty: list[str] = dataclasses.field(default_factory=list)  # sources with new items (curation pending)
 
@@ -339,6 +341,11 @@ class Ingestor:
             "dirty": bool(kept) or bool((wm or {}).get("dirty")),
             "curated_at": (wm or {}).get("curated_at", 0),
         }
+        # A rewritten record that no longer states a fact it stated before takes that fact back (first: a crash
+        # before the watermark moves makes the next run do all of this again).
+        for fid in self._stale_facts(source, kept, {f.id for f in facts}):
+            self.store.delete(fid, now)
+            report.retracted += 1
         writes: list[Asset] = [*items, *facts, *superseded_edits]
         name = self.store.meta_name(WATERMARK, source.source_id)
         batches = [writes[i : i + opts.batch] for i in range(0, len(writes), opts.batch)] or [[]]
@@ -352,6 +359,19 @@ class Ingestor:
                 progress(done + (len(source.records) - len(items) if last else 0))
         if kept:
             report.dirty.append(source.source_id)
+
+    def _stale_facts(self, source: Source, kept: Sequence[_Planned], fresh: set[str]) -> list[str]:
+        """Live facts of these records that their current text no longer yields (a record rewritten in place)."""
+        stale = []
+        for p in kept:
+            for k in itertools.count():
+                fid = fact_id(source.source_id, p.record.position, k)
+                old = self._stored(fid)
+                if old is None:
+                    break
+                if not old.tombstone and fid not in fresh:
+                    stale.append(fid)
+        return stale
 
     def _stored(self, id_: str) -> Asset | None:
         """The stored asset (a tombstone included) under ``id_``, or None."""

@@ -425,6 +425,26 @@ def test_new_value_supersedes_and_negation_contradicts(rocks: Node) -> None:
     assert rocks.store.seq == seq
 
 
+def test_a_rewritten_record_takes_back_the_facts_it_no_longer_states() -> None:
+    """A record rewritten in place so that it no longer states a fact retracts that fact (tombstoned, the slot free
+    again); its other facts, and other records' facts, stay."""
+    node = memory_node()
+    ing = ingestor(node)
+    first = [line("user", "My favorite color is blue.", 0), line("user", "My editor is vim.", 1)]
+    ing.ingest([transcript(first)], ALICE, NOW)
+    blue, vim = facts_of(node)
+    assert (blue.payload["value"], vim.payload["value"]) == ("blue", "vim")
+    rewritten = [line("user", "I went hiking on Sunday.", 0), first[1]]
+    report = ing.ingest([transcript(rewritten)], ALICE, NOW)
+    assert report.rewritten == [transcript(first).source_id] and report.retracted == 1
+    assert node.store.get(blue.id, include_deleted=True).tombstone
+    assert [f.id for f in facts_of(node)] == [vim.id]
+    # the slot is free again: a new statement holds it without superseding anything
+    ing.ingest([said("My favorite color is green.", 5, "b")], ALICE, NOW)
+    (green,) = [f for f in facts_of(node) if f.payload["value"] == "green"]
+    assert green.supersedes == ()
+
+
 def test_a_restated_value_leaves_one_fact_holding_the_slot() -> None:
     """Restating the current value supersedes the earlier statement too, so after a change no stale statement of the
     old value stays open."""
