@@ -13,11 +13,14 @@ GENERATED := $(PROTOS:.proto=_pb2.py) $(PROTOS:.proto=_pb2.pyi)
 SEED ?= 0
 N ?= 100000
 PYTEST_ARGS ?=
+EMBEDDER ?= both
+REPEAT ?= 3
+REPEAT_MINILM ?= $(REPEAT)
 
-.PHONY: help install proto lint test test-slow bench bench-retrieve demo clean
+.PHONY: help install proto lint test test-slow bench bench-retrieve bench-ingest demo clean
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
 
 install: $(STAMP) ## create .venv and install GAML with its pinned dependencies (CPU torch first)
 
@@ -54,7 +57,10 @@ bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw ro
 bench-retrieve: $(STAMP) ## governed search at N assets over 50 partitions against raw hnswlib; writes bench/results/
 	$(BIN)/python -m bench.retrieve_bench --n $(N) --seed $(SEED) --out bench/results
 
-demo: $(STAMP) ## the main job: a node in a temporary home, a few dozen assets across scopes, searches
+bench-ingest: $(STAMP) ## LoCoMo dev set: parse, ingest, curate (EMBEDDER=both, REPEAT=3, REPEAT_MINILM) vs raw rocksdict and the embedder; writes bench/results/
+	$(BIN)/python -m bench.ingest_bench --embedder $(EMBEDDER) --repeat $(REPEAT) --repeat-minilm $(REPEAT_MINILM) --seed $(SEED) --out bench/results
+
+demo: $(STAMP) ## the main job: a node in a temporary home: assets across scopes, searches, an agent log ingested and curated
 	$(BIN)/python -m deploy.demo
 
 clean: ## remove the virtualenv and caches

@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import getpass
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -287,11 +288,28 @@ def _ingest_paths(paths: Sequence[str]) -> list[Path]:
 
 
 def _read_sources(path: Path, fmt: str | None) -> list[Source]:
+    """The sources of one file; a parse error names the file by the path given (and says when --format forced it)."""
     data = path.read_bytes()
     try:
         return parse(data, path.name, fmt)
     except InvalidInput as e:
-        raise InvalidInput(f"{path}: {e}") from None
+        msg = str(e)
+        msg = msg.removeprefix(f"{path.name}: ")  # the parser names the file by its base name
+        if fmt is not None:
+            msg += f" (read as {fmt} because of --format {fmt}; without --format the format is detected)"
+        raise InvalidInput(f"{path}: {msg}") from None
+
+
+def _snapshot(files: Sequence[Path]) -> dict[Path, tuple[int, int]]:
+    """Size and modification time of each file that still exists (what --watch compares between checks)."""
+    out = {}
+    for f in files:
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue  # gone between the listing and now: the next check no longer lists it
+        out[f] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 def _ingest_pass(
@@ -317,20 +335,24 @@ def _ingest_pass(
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
+    """One pass over the paths; with --watch, another pass over the files that changed after each interval.
+
+    Each pass prints one JSON line. Files are looked at (size, modification time) *before* they are read, so a write
+    that lands while a pass reads them is seen as a change by the next check (and re-reading what was already
+    ingested is skipped by the watermarks)."""
     files = _ingest_paths(args.paths)
     with _node(args) as node:
         ingestor, ladder = memory_layers(args.home, node)
+        seen = _snapshot(files)
         print(json.dumps(_ingest_pass(node, ingestor, ladder, files, args)), flush=True)
         if not args.watch:
             return
-        seen = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in files}
         print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
         try:
             while True:
                 time.sleep(args.interval)
-                files = _ingest_paths(args.paths)
-                now_seen = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in files}
-                changed = [f for f in files if seen.get(f) != now_seen[f]]
+                now_seen = _snapshot(_ingest_paths(args.paths))
+                changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
                 seen = now_seen
                 if changed:
                     print(json.dumps(_ingest_pass(node, ingestor, ladder, changed, args)), flush=True)
@@ -421,6 +443,16 @@ def _positive(text: str) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"{n} is not positive")
     return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (x > 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return x
 
 
 def _reader_options(s: argparse.ArgumentParser) -> None:
@@ -540,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--item-budget", type=_positive, default=5000, help="items kept per session (default 5000)")
     s.add_argument("--no-curate", action="store_true", help="leave curation for later (`gaml curate`)")
     s.add_argument("--watch", action="store_true", help="keep watching the files and ingest what is appended")
-    s.add_argument("--interval", type=float, default=1.0, help="seconds between checks with --watch (default 1)")
+    s.add_argument("--interval", type=_seconds, default=1.0, help="seconds between checks with --watch (default 1)")
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("curate", help="compile pending sources into L1-L3 rungs (summaries, distillations, skeletons)")

@@ -286,6 +286,9 @@ def _valid_title(title: str) -> bool:
     return title[-1] not in ".,;:" and ". " not in title and words[0].lower() not in STOPWORDS
 
 
+_PLACEHOLDER_RE: Final = re.compile(r"\[REDACTED(?::[A-Za-z0-9_]*)?\]")
+
+
 def entities(text: str) -> list[str]:
     """Named things in ``text``, ordered by first appearance, deduplicated case-insensitively (first form kept)."""
     text = _norm(text)
@@ -300,6 +303,9 @@ def entities(text: str) -> list[str]:
     def free(s: int, e: int) -> bool:
         return "\x00" not in masked[s:e]
 
+    if "[REDACTED" in text:  # a redaction placeholder names no thing
+        for m in _PLACEHOLDER_RE.finditer(text):
+            claim(*m.span(), None)
     if "://" in text:
         for m in _URL_RE.finditer(text):
             host = _URL_HOST_RE.search(m.group())

@@ -554,3 +554,10 @@ def test_pathological_inputs_complete() -> None:
     Their speed is measured by ``bench/ingest_bench.py``, not asserted here."""
     for text in PATHOLOGICAL:
         assert analyse(text) == analyse(text), text[:20]
+
+
+def test_a_redaction_placeholder_is_no_entity() -> None:
+    """``[REDACTED:rule]`` left by privacy classification names nothing; the names around it still count."""
+    found = entities("Ran export DB_PASSWORD=[REDACTED:secret_assignment] and deployed to Staging with Bob.")
+    assert found == ["DB_PASSWORD", "Staging", "Bob"]
+    assert entities("[REDACTED] [REDACTED:email]") == []
