@@ -279,7 +279,15 @@ def _ingest_paths(paths: Sequence[str]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.parts))
+            # Hidden below the directory given, that is; the directory itself may well be ~/.claude/projects.
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+            if not found:
+                raise NotFound(f"{raw}: the directory holds no files to ingest (hidden ones are skipped)")
+            out += found
         elif p.is_file():
             out.append(p)
         else:
@@ -291,7 +299,7 @@ def _read_sources(path: Path, fmt: str | None) -> list[Source]:
     """The sources of one file; a parse error names the file by the path given (and says when --format forced it)."""
     data = path.read_bytes()
     try:
-        return parse(data, path.name, fmt)
+        return parse(data, path.name, fmt, origin=str(path.resolve()))
     except InvalidInput as e:
         msg = str(e)
         msg = msg.removeprefix(f"{path.name}: ")  # the parser names the file by its base name
@@ -355,7 +363,11 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                 changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
                 seen = now_seen
                 if changed:
-                    print(json.dumps(_ingest_pass(node, ingestor, ladder, changed, args)), flush=True)
+                    try:
+                        print(json.dumps(_ingest_pass(node, ingestor, ladder, changed, args)), flush=True)
+                    except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
+                        print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
+                        seen = {f: m for f, m in seen.items() if f not in changed}
         except KeyboardInterrupt:
             print("gaml: stopped watching", file=sys.stderr)
 

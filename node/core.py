@@ -85,7 +85,8 @@ class Node:
                 version=old.version + 1, created_at=old.created_at, updated_at=max(asset.updated_at, old.updated_at)
             )
         part = self.store.planned_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
-        return asset.evolve(encryption_key_ref=part.key_ref)
+        # A signature of other content (an edit of a stored asset keeps the old one) is void: the write signs anew.
+        return asset.evolve(encryption_key_ref=part.key_ref, signature=b"")
 
     def put(
         self,
@@ -101,7 +102,7 @@ class Node:
         """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
         prepared = [self.prepare(a) for a in assets]
-        todo = [a for a in prepared if not a.signature]  # a stored asset comes back signed: same content, no write
+        todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
         vectors = list(self.embedder.embed([a.text() for a in todo])) if todo else []
         self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta)
         for owner in sorted({a.owner_id for a in assets if a.owner_id}):  # after the write: a refused batch adds none

@@ -181,7 +181,7 @@ class Report:
     local_only: int = 0
     superseded: int = 0
     contradicted: int = 0
-    retracted: int = 0  # facts a rewritten record no longer states
+    retracted: int = 0  # facts and items a rewritten source no longer states
     rewritten: list[str] = dataclasses.field(default_factory=list)  # sources whose processed prefix had changed
     dirty: list[str] = dataclasses.field(default_factory=list)  # sources with new items (curation pending)
 
@@ -261,6 +261,10 @@ class Ingestor:
         naming another raises :class:`InvalidInput` before anything is written.
         """
         owned = (opts.owner, opts.tenant)
+        ids = [s.source_id for s in sources]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise InvalidInput(f"two inputs are the same source {twice[0]!r}; ingest each session once")
         for source in sources:
             wm = self.watermark(source.source_id)
             if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != owned:
@@ -280,6 +284,8 @@ class Ingestor:
     ) -> None:
         report.sources += 1
         report.records += len(source.records)
+        # A title (a chat's, a file name) is stamped on every item and goal label: it is classified like the text.
+        source = dataclasses.replace(source, title=_masked(source.title, self.rules.classify(source.title)))
         texts = _strip_envelopes(source.records)
         wm = self.watermark(source.source_id)
         start = 0
@@ -341,11 +347,22 @@ class Ingestor:
             "dirty": bool(kept) or bool((wm or {}).get("dirty")),
             "curated_at": (wm or {}).get("curated_at", 0),
         }
-        # A rewritten record that no longer states a fact it stated before takes that fact back (first: a crash
-        # before the watermark moves makes the next run do all of this again).
+        # A rewritten record that no longer states a fact it stated before takes that fact back, and a source
+        # rewritten shorter (or whose record now yields no item) takes back the items it no longer has. First: a
+        # crash before the watermark moves makes the next run do all of this again.
         for fid in self._stale_facts(source, kept, {f.id for f in facts}):
             self.store.delete(fid, now)
             report.retracted += 1
+        if wm is not None and start == 0:
+            gone = set(wm.get("items", [])) - {p.record.position for p in kept}
+            for pos in sorted(gone):
+                old = self._stored(item_id(source.source_id, pos))
+                if old is not None and not old.tombstone:
+                    for fid in self._stale_facts_at(source.source_id, pos, set()):
+                        self.store.delete(fid, now)
+                    self.store.delete(old.id, now)
+                    report.retracted += 1
+                    mark["dirty"] = True
         writes: list[Asset] = [*items, *facts, *superseded_edits]
         name = self.store.meta_name(WATERMARK, source.source_id)
         batches = [writes[i : i + opts.batch] for i in range(0, len(writes), opts.batch)] or [[]]
@@ -362,15 +379,17 @@ class Ingestor:
 
     def _stale_facts(self, source: Source, kept: Sequence[_Planned], fresh: set[str]) -> list[str]:
         """Live facts of these records that their current text no longer yields (a record rewritten in place)."""
+        return [fid for p in kept for fid in self._stale_facts_at(source.source_id, p.record.position, fresh)]
+
+    def _stale_facts_at(self, source_id: str, position: int, fresh: set[str]) -> list[str]:
         stale = []
-        for p in kept:
-            for k in itertools.count():
-                fid = fact_id(source.source_id, p.record.position, k)
-                old = self._stored(fid)
-                if old is None:
-                    break
-                if not old.tombstone and fid not in fresh:
-                    stale.append(fid)
+        for k in itertools.count():
+            fid = fact_id(source_id, position, k)
+            old = self._stored(fid)
+            if old is None:
+                break
+            if not old.tombstone and fid not in fresh:
+                stale.append(fid)
         return stale
 
     def _stored(self, id_: str) -> Asset | None:

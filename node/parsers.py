@@ -50,6 +50,7 @@ pre-1970 one is 0.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import re
@@ -456,11 +457,14 @@ def parse_chat(data: bytes, name: str) -> list[Source]:
         if not isinstance(message, dict):
             raise InvalidInput(f"{name}: message {i} is not a JSON object")
     doc_id = container.get("id")
-    if isinstance(doc_id, str | int) and not isinstance(doc_id, bool) and str(doc_id):
+    own_id = isinstance(doc_id, str | int) and not isinstance(doc_id, bool) and bool(str(doc_id))
+    if own_id:
         source_id = f"chat:{doc_id}"
     else:
         source_id = "chat:" + _short_hash(orjson.dumps(messages[0], option=orjson.OPT_SORT_KEYS))
     builder = _SourceBuilder(source_id)
+    if not own_id:
+        builder.meta["id_from"] = "opening"  # parse(origin=…) keys it by where the file lies as well
     source_time = timestamp_us(container.get("created", container.get("timestamp")))
     for i, message in enumerate(messages):
         role_value = message.get("role")
@@ -599,6 +603,7 @@ def parse_text(data: bytes, name: str) -> list[Source]:
     if nul != -1:
         raise InvalidInput(f"{name}: holds a NUL byte (at byte {nul}): binary, not text")
     builder = _SourceBuilder("notes:" + name)
+    builder.meta["id_from"] = "name"
     section: str | None = None
     para_start = para_end = -1  # byte span of the paragraph being gathered
     fence: str | None = None  # the opening fence while inside a fenced code block
@@ -724,14 +729,31 @@ def detect(name: str, data: bytes) -> str:
     return "text"
 
 
-def parse(data: bytes, name: str, fmt: str | None = None) -> list[Source]:
-    """The sources in ``data``, read as ``fmt`` (one of :data:`FORMATS`), or as the format :func:`detect` finds."""
+def parse(data: bytes, name: str, fmt: str | None = None, *, origin: str = "") -> list[Source]:
+    """The sources in ``data``, read as ``fmt`` (one of :data:`FORMATS`), or as the format :func:`detect` finds.
+
+    ``origin`` names where the file lies (the CLI passes its absolute path). Sources that carry no id of their own —
+    a note (``notes:<name>``) or a chat list without an ``id`` (``chat:<hash of its first message>``) — get a hash of
+    it appended (``notes:todo.md@3f2a…``), so two ``todo.md`` in two folders, or two chats opening with the same
+    system prompt, stay two sources. Sources with their own id (a session id, a LoCoMo sample) ignore it and survive
+    a move.
+    """
     _check_size(data, name)
     chosen = detect(name, data) if fmt is None else fmt
     parser = PARSERS.get(chosen)
     if parser is None:
         raise InvalidInput(f"unknown format {chosen!r}: use one of {', '.join(FORMATS)}")
-    return parser(data, name)
+    sources = parser(data, name)
+    if not origin:
+        return sources
+    out = []
+    for s in sources:
+        if s.meta.get("id_from") in ("name", "opening"):  # kept readable: notes:todo.md@3f2a…, chat:<hash>@…
+            s = dataclasses.replace(
+                s, source_id=f"{s.source_id}@{_short_hash((origin + chr(10) + s.source_id).encode())}"
+            )
+        out.append(s)
+    return out
 
 
 __all__ = [

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import queue
+import re
 import selectors
 import signal
 import struct
@@ -55,7 +56,13 @@ def journal_seq(capsys: pytest.CaptureFixture[str], home: Path) -> int:
 
 
 def sources(capsys: pytest.CaptureFixture[str], home: Path) -> dict[str, dict[str, Any]]:
-    return {row["source"]: row for row in ok(capsys, home, "sources", "--json")}
+    """The listed sources by id, without the hash of the file's location that id-less sources (notes, chats without
+    an id) carry after an ``@`` (tests/node/test_parsers.py checks that part)."""
+    rows = ok(capsys, home, "sources", "--json")
+    for r in rows:
+        if r["source"].startswith("notes:"):  # a note has no id of its own: its location's hash is appended
+            assert re.fullmatch(r"notes:[^@]+@[0-9a-f]{16}", r["source"]), r["source"]
+    return {row["source"].split("@")[0]: row for row in rows}
 
 
 # -- inputs ---------------------------------------------------------------------------------------------------------

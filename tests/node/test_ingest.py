@@ -445,6 +445,43 @@ def test_a_rewritten_record_takes_back_the_facts_it_no_longer_states() -> None:
     assert green.supersedes == ()
 
 
+def test_a_source_rewritten_shorter_takes_back_its_lost_items() -> None:
+    """A transcript truncated in place (or whose record now yields no item) leaves no orphan item behind: the items
+    it no longer has, and their facts, are tombstoned, and the source is marked for curation again."""
+    node = memory_node()
+    ing = ingestor(node)
+    lines = [line("user", "Please fix the login test.", 0), line("user", "My editor is vim.", 1)]
+    lines += [line("assistant", f"Step {i} is done.", 2 + i) for i in range(3)]
+    ing.ingest([transcript(lines)], ALICE, NOW)
+    src = transcript(lines)
+    assert len([f for f in facts_of(node) if f.payload["value"] == "vim"]) == 1
+    Ladder(node, ing).curate(NOW)
+    report = ing.ingest([transcript(lines[:1] + lines[2:3])], ALICE, NOW)
+    assert report.rewritten == [src.source_id] and report.retracted >= 3  # vim's fact, the last two steps
+    live = {i for i in range(5) if node.store.get_many([item_id(src.source_id, i)])[0] is not None}
+    assert live == {0, 1}
+    assert [f for f in facts_of(node) if f.payload["value"] == "vim"] == []  # its record now says something else
+    for f in facts_of(node):  # no fact of a lost item
+        assert all(node.store.get_many([i])[0] is not None for i in f.derived_from)
+    assert watermark(ing, src)["dirty"] and watermark(ing, src)["items"] == [0, 1]
+
+
+def test_duplicate_sources_and_secret_titles() -> None:
+    """Two inputs that are the same source are refused before anything is written; a secret or an email in a
+    source's title (a chat's title, a file name) is masked wherever the title goes."""
+    node = memory_node()
+    ing = ingestor(node)
+    src = transcript([line("user", "Please fix the login test.", 0)])
+    with pytest.raises(InvalidInput, match="same source"):
+        ing.ingest([src, src], ALICE, NOW)
+    assert all_assets(node) == []
+    secret = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
+    titled = dataclasses.replace(src, title=f"deploy with {secret} for bob@example.com")
+    ing.ingest([titled], dataclasses.replace(ALICE, scope=PrivacyScope.SHARED), NOW)
+    blob = json.dumps([a.to_dict() for a in all_assets(node)]) + json.dumps(ing.watermarks())
+    assert secret[:16] not in blob and "bob@example.com" not in blob and "REDACTED" in blob
+
+
 def test_a_restated_value_leaves_one_fact_holding_the_slot() -> None:
     """Restating the current value supersedes the earlier statement too, so after a change no stale statement of the
     old value stays open."""

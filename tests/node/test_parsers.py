@@ -575,3 +575,20 @@ def test_size_limit() -> None:
 def test_deterministic(name: str, data: bytes) -> None:
     """The same bytes give equal sources, every time, from a copy of the bytes too."""
     assert parse(data, name) == parse(bytes(bytearray(data)), name) != []
+
+
+def test_origin_keys_sources_without_an_id_of_their_own() -> None:
+    """Two notes of the same name in two folders, or two id-less chats opening alike, are two sources when their
+    origins differ; the same origin gives the same id again; a session id or a LoCoMo sample ignores the origin."""
+    note = b"# Plan\n\nShip the cache layer on Friday.\n"
+    a = parse(note, "todo.md", origin="/home/ann/a/todo.md")[0].source_id
+    b = parse(note, "todo.md", origin="/home/ann/b/todo.md")[0].source_id
+    assert a != b and a.startswith("notes:") and a == parse(note, "todo.md", origin="/home/ann/a/todo.md")[0].source_id
+    chat = b'[{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Plan a trip."}]'
+    c1 = parse(chat, "c.json", origin="/x/c.json")[0].source_id
+    c2 = parse(chat, "c.json", origin="/y/c.json")[0].source_id
+    assert c1 != c2 and c1.startswith("chat:")
+    with_id = b'{"id": "conv-7", "messages": [{"role": "user", "content": "Plan a trip."}]}'
+    assert parse(with_id, "c.json", origin="/x/c.json")[0].source_id == "chat:conv-7"
+    line = b'{"type": "user", "sessionId": "s-1", "message": {"role": "user", "content": "Fix the test."}}\n'
+    assert parse(line, "s.jsonl", origin="/x/s.jsonl")[0].source_id == "transcript:s-1"

@@ -79,6 +79,18 @@ def test_edit_keeps_id_and_advances_version(world: World) -> None:
     assert node.store.list_ids("entity", "colour") == [id_]
 
 
+def test_an_edit_of_a_stored_signed_asset_is_written(world: World) -> None:
+    """Putting a stored asset changed with ``replace`` (it still carries the old signature) writes the edit, signed
+    anew: the stale signature neither hides the change nor survives it."""
+    node = world.open_node()
+    (id_,) = node.put([fact("the sky is blue")], NOW)
+    stored = node.store.get(id_)
+    assert node.put([stored.replace(policy_tags=("no-training",))], NOW + 1) == [id_]
+    got = node.store.get(id_)
+    assert got.version == 2 and got.policy_tags == ("no-training",) and got.signature != stored.signature
+    node.store.verify(got)
+
+
 def test_stale_version_is_refused(world: World) -> None:
     """A different asset under a stored id must advance the version; otherwise nothing is written."""
     node = world.open_node()
