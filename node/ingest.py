@@ -301,7 +301,7 @@ class Ingestor:
         report.envelopes += sum(
             1 for r, t in zip(source.records, texts, strict=True) if r.position >= start and t != r.text
         )
-        planned, gates = self._plan(source, texts, opts)
+        planned, gates = self._plan(source, texts, opts, frozenset((wm or {}).get("forgotten", [])))
         new = [p for p in planned if p.record.position >= start]
         gates = [g for g in gates if g.position >= start]
         # An id that was forgotten stays forgotten: re-ingesting its source does not bring it back. A stored item
@@ -346,6 +346,7 @@ class Ingestor:
             "ingested_at": now,
             "dirty": bool(kept) or bool((wm or {}).get("dirty")),
             "curated_at": (wm or {}).get("curated_at", 0),
+            "forgotten": (wm or {}).get("forgotten", []),  # positions erased (node.ladder): they set no goal
         }
         # A rewritten record that no longer states a fact it stated before takes that fact back, and a source
         # rewritten shorter (or whose record now yields no item) takes back the items it no longer has. First: a
@@ -401,7 +402,11 @@ class Ingestor:
 
     # -- the parsing rules -----------------------------------------------------------------------------------------
 
-    def _plan(self, source: Source, texts: Sequence[str], opts: IngestOptions) -> tuple[list[_Planned], list[Gate]]:
+    def _plan(
+        self, source: Source, texts: Sequence[str], opts: IngestOptions, forgotten: AbstractSet[int] = frozenset()
+    ) -> tuple[list[_Planned], list[Gate]]:
+        """Kinds, goals, classification and budget for every record. A forgotten request sets no goal: the items
+        after it keep the goal before it, as erasure relabelled them."""
         agentic = source.format in AGENT_FORMATS or any(r.role in ("assistant", "tool") for r in source.records)
         session_goal = f"session: {source.title or source.source_id}"
         goal = session_goal
@@ -414,8 +419,8 @@ class Ingestor:
             kind = self._kind(record, raw, agentic)
             # Classify the whole text, then clip: a cut through a secret would leave pieces no rule recognises.
             c = self.rules.classify(raw)
-            if kind == "goal":  # the label travels to the items that follow: nothing private goes with it
-                goal = extract.goal_text(_masked(raw, c))
+            if kind == "goal" and record.position not in forgotten:  # the label travels to the items that follow:
+                goal = extract.goal_text(_masked(raw, c))  # nothing private goes with it
             limit = opts.conclusion_chars if record.role == "assistant" else opts.tool_chars
             text = extract.head_tail(c.text, limit) if record.role in ("assistant", "tool") else c.text
             tags = {f"kind:{kind}", f"role:{record.role}", f"format:{source.format}", *c.tags}

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from node import curate as curation
 from node.core import Node
-from node.ingest import Ingestor
+from node.ingest import WATERMARK, Ingestor
 from node.tiers import TierPolicy, retired, tier_of, visit
 from policy.access import PolicyError, expired, inherit
 from policy.errors import Deleted, NotFound
@@ -38,6 +38,7 @@ from policy.model import Asset, AssetType, Creator, Level, SourcePointer, Tier, 
 
 CURATION: Final = "cur"  # meta kind: per-source curation state
 ERASURE: Final = "erase"  # meta kind: audit receipts of erasures
+ERASING: Final = "erasing"  # meta kind: erasures begun and not finished (what they will touch)
 RUNG_TAG: Final = "rung"
 CURATED_KINDS: Final = frozenset(curation.KINDS)
 
@@ -115,7 +116,9 @@ class Ladder:
         sources: Iterable[str] | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> CurationReport:
-        """Compile the rungs of ``sources`` (default: every pending source)."""
+        """Compile the rungs of ``sources`` (default: every pending source), after finishing any erasure that a
+        crash interrupted (so no rung is compiled from an item being forgotten)."""
+        self.resume()
         report = CurationReport()
         for source_id in list(self.pending() if sources is None else sources):
             self._curate_source(source_id, now, report)
@@ -215,45 +218,123 @@ class Ladder:
     # -- erasure ---------------------------------------------------------------------------------------------------
 
     def forget(self, id_: str, now: int, *, by: str | None = None, reason: str = "forget") -> ErasureReceipt:
-        """Erase an asset and its influence: see the module docstring. With ``by``, only its owner may."""
+        """Erase an asset and its influence: see the module docstring. With ``by``, only its owner may.
+
+        The erasure is first recorded as pending (with what it will touch), then carried out step by step, each step
+        idempotent; an erasure a crash interrupted is finished by :meth:`resume` (``curate`` and ``maintain`` call it),
+        or by calling ``forget`` again.
+        """
         asset = self.store.get(id_, include_deleted=True)
         if by is not None and self.node.governance.principal(by).user != asset.owner_id:
             raise PolicyError(f"only {asset.owner_id or 'its owner'} may forget asset {id_}")
-        if asset.tombstone:
-            raise Deleted(f"asset {id_} was already forgotten")
-        derived = self._derivatives(id_)
-        sources: set[str] = set()
-        tombstoned: list[str] = []
-        for d in derived:
-            if RUNG_TAG in d.tags:
-                sid = d.payload.get("session")
-                if isinstance(sid, str):
-                    sources.add(sid)
-                    state = self._state(sid)
-                    frozen = {k: v for k, v in state["frozen"].items() if v != d.id}
-                    if frozen != state["frozen"]:  # erasure wins over a frozen rung
-                        self.store.write_meta(self._state_meta(sid, {**state, "frozen": frozen}))
-                        if self._tombstone(d.id, now):
-                            tombstoned.append(d.id)
-            elif self._tombstone(d.id, now):
-                tombstoned.append(d.id)
-        self.store.delete(id_, now)
+        intent = self._pending(id_)
+        if intent is None:
+            if asset.tombstone:
+                raise Deleted(f"asset {id_} was already forgotten")
+            intent = self._intend(asset, now, by or "", reason)
+        return self._erase(intent)
+
+    def resume(self) -> list[ErasureReceipt]:
+        """Finish every erasure that a crash interrupted."""
+        return [self._erase(json.loads(data)) for _, data in sorted(self.store.scan_meta(ERASING))]
+
+    def _pending(self, id_: str) -> dict[str, Any] | None:
+        data = self.store.read_meta(self.store.meta_name(ERASING, id_))
+        return None if data is None else dict(json.loads(data))
+
+    def _intend(self, asset: Asset, now: int, by: str, reason: str) -> dict[str, Any]:
+        """Record what an erasure will do before doing any of it; the sources it touches are marked for curation."""
+        derived = self._derivatives(asset.id)
+        sources = {str(d.payload["session"]) for d in derived if RUNG_TAG in d.tags and "session" in d.payload}
+        position = -1
         if asset.source is not None and asset.level is Level.L0:
             sources.add(asset.source.source_id)
+            pos = asset.payload.get("position")
+            position = pos if isinstance(pos, int) else -1
+        intent: dict[str, Any] = {
+            "id": asset.id,
+            "at": now,
+            "by": by,
+            "reason": reason,
+            "derived": [d.id for d in derived],
+            "sources": sorted(sources),
+            "source": asset.source.source_id if asset.source is not None and asset.level is Level.L0 else "",
+            "position": position,
+            "goal": asset.goal if asset.payload.get("kind") == "goal" else "",
+            "owner": asset.owner_id,
+        }
+        entries: dict[bytes, bytes | None] = {self.store.meta_name(ERASING, asset.id): json.dumps(intent).encode()}
+        for sid in intent["sources"]:
+            wm = self.ingestor.watermark(sid)
+            if wm is not None:
+                wm["dirty"] = True
+                if sid == intent["source"] and position >= 0:
+                    wm["forgotten"] = sorted({*wm.get("forgotten", []), position})
+                entries[self.store.meta_name(WATERMARK, sid)] = json.dumps(wm).encode()
+        self.store.write_meta(entries)
+        return intent
+
+    def _erase(self, intent: dict[str, Any]) -> ErasureReceipt:
+        id_, now = intent["id"], int(intent["at"])
+        self._relabel(intent, now)
+        tombstoned: list[str] = []
+        for d in self.store.get_many(intent["derived"]):
+            if d is None:
+                continue
+            if RUNG_TAG in d.tags:
+                sid = str(d.payload.get("session", ""))
+                state = self._state(sid)
+                if d.id in state["frozen"].values():  # erasure wins over a frozen rung
+                    if self._tombstone(d.id, now):
+                        tombstoned.append(d.id)
+                    frozen = {k: v for k, v in state["frozen"].items() if v != d.id}
+                    self.store.write_meta(self._state_meta(sid, {**state, "frozen": frozen}))
+            elif self._tombstone(d.id, now):
+                tombstoned.append(d.id)
+        self._tombstone(id_, now)
         rebuilt = 0
-        for sid in sorted(sources):
+        for sid in intent["sources"]:
             if self.ingestor.watermark(sid) is not None:
                 self._curate_source(sid, now, CurationReport())
                 rebuilt += 1
-        receipt = ErasureReceipt(id_, now, by or "", reason, tuple(sorted(tombstoned)), rebuilt)
-        self.store.write_meta({self.store.meta_name(ERASURE, f"{id_}:{now}"): json.dumps(receipt.to_json()).encode()})
+        receipt = ErasureReceipt(id_, now, intent["by"], intent["reason"], tuple(sorted(tombstoned)), rebuilt)
+        self.store.write_meta(
+            {
+                self.store.meta_name(ERASURE, f"{id_}:{now}"): json.dumps(receipt.to_json()).encode(),
+                self.store.meta_name(ERASING, id_): None,
+            }
+        )
         self.store.checkpoint()  # index snapshots are rewritten without its vector
         # No earlier version of the item or of anything compiled from it may linger in a log or a table file.
-        touched = {id_, *(d.id for d in derived)}
-        for sid in sources:
+        touched = {id_, *intent["derived"]}
+        for sid in intent["sources"]:
             touched.update(self._state(sid)["rungs"].values())
         self.store.purge(sorted(touched))
         return receipt
+
+    def _relabel(self, intent: dict[str, Any], now: int) -> None:
+        """A forgotten request was the goal label of the items after it: they take the goal before it instead."""
+        label, sid, position = intent["goal"], intent["source"], intent["position"]
+        if not label or not sid:
+            return
+        wm = self.ingestor.watermark(sid)
+        previous = f"session: {(wm or {}).get('title') or sid}"
+        earlier = sorted((p for p in (wm or {}).get("items", []) if p < position), reverse=True)
+        for a in self.store.get_many([item_id(sid, p) for p in earlier]):
+            if a is not None:
+                previous = a.goal
+                break
+        edits = [
+            a.replace(goal=previous, signature=b"")
+            for a in self.store.get_many(self.store.list_ids("goal", label))
+            if a is not None
+            and a.id != intent["id"]
+            and a.owner_id == intent["owner"]
+            and a.payload.get("session") == sid
+            and RUNG_TAG not in a.tags
+        ]
+        for i in range(0, len(edits), 256):
+            self.node.put(edits[i : i + 256], now)
 
     def _derivatives(self, id_: str) -> list[Asset]:
         """Every live asset whose provenance includes ``id_``, transitively."""

@@ -494,6 +494,66 @@ def test_curation_survives_a_crash_at_every_write(scenario: str) -> None:
         assert rung_contents(check_ladder(lay)) == expected, f"crash at write {at} ({writes[at - 1]})"
 
 
+def forget_run(at: int | None) -> tuple[Layers, list[str]]:
+    """Ingest and curate ``db_turns``, then forget its position 1 with the ``at``-th write failing (None: no fault);
+    after a crash, restart and let ``curate`` finish the interrupted erasure."""
+    w = memory_world()
+    lay = layers(w)
+    (sid,) = ingest(lay, transcript("s1", db_turns()), "s1.jsonl")
+    lay.lad.curate(NOW)
+    faults = Faults(lay, at)
+    try:
+        lay.lad.forget(item_id(sid, 1), T1, by=OWNER)
+    except Crash:
+        lay = layers(w)
+        faults.armed = False
+        lay.lad.curate(T2)  # finishes the erasure first, if it had begun (its intent recorded) …
+        if not lay.store.get(item_id(sid, 1), include_deleted=True).tombstone:
+            lay.lad.forget(item_id(sid, 1), T1, by=OWNER)  # … else the caller, told of the failure, tries again
+    faults.armed = False
+    return lay, faults.seen
+
+
+def test_forget_survives_a_crash_at_every_write() -> None:
+    """For every write of an erasure, a crash there then a restart ends exactly as a clean erasure: the word is in
+    no record, the rungs are rebuilt alike, one receipt, nothing pending."""
+    clean, writes = forget_run(None)
+    expected = rung_contents(check_ladder(clean))
+    assert len(writes) >= 6
+    for at in range(1, len(writes) + 1):
+        lay, seen = forget_run(at)
+        assert len(seen) == at, f"no crash at write {at}"
+        assert rung_contents(check_ladder(lay)) == expected, f"crash at write {at} ({writes[at - 1]})"
+        assert [w for w, data in plaintexts(lay.store) if WORD.encode() in data.lower()] == [], at
+        assert [r["id"] for r in lay.lad.erasures()] == [r["id"] for r in clean.lad.erasures()], at
+        assert lay.lad.resume() == [] and lay.lad.pending() == []
+
+
+def test_forgetting_a_request_takes_its_goal_label_too() -> None:
+    """A forgotten request was the goal label of the items after it: they take the goal before it (here the session
+    itself), the rungs are rebuilt with it, and re-ingesting the source, even rewritten, does not bring it back."""
+    lay = layers(memory_world())
+    (sid,) = ingest(lay, transcript("s1", db_turns()), "s1.jsonl")
+    lay.lad.curate(NOW)
+    label = "Please set up the database for the billing service."
+    assert sum(a.goal == label for a in live_assets(lay.store)) > 3
+    lay.lad.forget(item_id(sid, 0), T1, by=OWNER)
+
+    def holders() -> list[str]:
+        return [a.id for a in live_assets(lay.store) if "set up the database" in (a.goal + a.text()).lower()]
+
+    assert holders() == []
+    assert {lay.store.get(item_id(sid, p)).goal for p in (1, 2, 3)} == {"session: s1.jsonl"}
+    assert lay.store.get(item_id(sid, 5)).goal == "Fix the CI pipeline, the lint step fails."
+    check_ladder(lay)
+    turns = db_turns()
+    turns[6] = ("assistant", "I fixed the imports; the lint step passes now.", turns[6][2])  # rewritten in place
+    ingest(lay, transcript("s1", turns), "s1.jsonl", now=T2)
+    lay.lad.curate(T2)
+    assert holders() == []
+    check_ladder(lay)
+
+
 # -- 4. crash mid-curation, a real process killed ----------------------------------------------------------------------
 
 
