@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -155,11 +156,17 @@ def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
         from node.llm_curator import OpenAICompatibleCurator
 
         try:
-            curator = OpenAICompatibleCurator(
-                str(cur["base_url"]), str(cur["model"]), api_key_env=cur.get("api_key_env")
-            )
+            base_url, model = str(cur["base_url"]), str(cur["model"])
         except KeyError as e:
             raise GamlError(f"{home}/config.json: the openai curator needs {e.args[0]!r}") from None
+        # Curation reads every item, local-only ones included: the model must run on this machine.
+        host = urllib.parse.urlsplit(base_url).hostname or ""
+        if host not in ("localhost", "127.0.0.1", "::1"):
+            raise GamlError(
+                f"{home}/config.json: the curator's server {host or base_url!r} is not on this machine; curation "
+                "reads local-only memory, so only a loopback address (127.0.0.1, ::1, localhost) is accepted"
+            )
+        curator = OpenAICompatibleCurator(base_url, model, api_key_env=cur.get("api_key_env"))
     else:
         raise GamlError(f"{home}/config.json: unknown curator kind {cur.get('kind')!r} (extractive or openai)")
     ingestor = Ingestor(node, rules)

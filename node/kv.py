@@ -58,8 +58,9 @@ class KV(Protocol):
         """Apply every op atomically; durable on return when ``sync``."""
         ...
 
-    def purge(self, keys: Mapping[str, Sequence[bytes]]) -> None:
-        """Make sure no earlier value of these keys (overwritten or deleted) survives anywhere in storage.
+    def purge(self, keys: Mapping[str, Sequence[bytes] | None]) -> None:
+        """Make sure no earlier value of these keys (None: of any key of the space), overwritten or deleted, survives
+        anywhere in storage.
 
         Erasure calls it: an old version lingering in a log or a file until some later compaction would otherwise
         keep what was forgotten.
@@ -188,7 +189,7 @@ class MemoryKV:
                 keys.remove(op.key)
         self.commits += 1
 
-    def purge(self, keys: Mapping[str, Sequence[bytes]]) -> None:
+    def purge(self, keys: Mapping[str, Sequence[bytes] | None]) -> None:
         """Nothing to do: a dict keeps no earlier values."""
         if self._closed:
             raise StoreClosed("the store is closed")

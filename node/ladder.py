@@ -274,7 +274,7 @@ class Ladder:
         self.store.write_meta(entries)
         return intent
 
-    def _erase(self, intent: dict[str, Any]) -> ErasureReceipt:
+    def _erase(self, intent: dict[str, Any], *, purge: bool = True) -> ErasureReceipt:
         id_, now = intent["id"], int(intent["at"])
         self._relabel(intent, now)
         tombstoned: list[str] = []
@@ -306,11 +306,16 @@ class Ladder:
         )
         self.store.checkpoint()  # index snapshots are rewritten without its vector
         # No earlier version of the item or of anything compiled from it may linger in a log or a table file.
-        touched = {id_, *intent["derived"]}
+        if purge:
+            self.store.purge(self._touched(intent))
+        return receipt
+
+    def _touched(self, intent: dict[str, Any]) -> list[str]:
+        """The assets whose earlier versions an erasure must purge: the item, its derivatives, its sources' rungs."""
+        touched = {intent["id"], *intent["derived"]}
         for sid in intent["sources"]:
             touched.update(self._state(sid)["rungs"].values())
-        self.store.purge(sorted(touched))
-        return receipt
+        return sorted(touched)
 
     def _relabel(self, intent: dict[str, Any], now: int) -> None:
         """A forgotten request was the goal label of the items after it: they take the goal before it instead."""
@@ -361,11 +366,16 @@ class Ladder:
         comes: a derivative that only inherited the date was rebuilt without its source by then, and is no longer due.
         """
         found = [a for a in self.store.get_many(self.store.expired(now)) if a is not None]
+        touched: set[str] = set()
         out = []
         for a in sorted(found, key=lambda a: (_LEVEL_RANK[a.level], a.id)):
             current = self.store.get_many([a.id])[0]
             if current is not None and expired(current, now):  # else gone, or rebuilt, with an earlier one
-                out.append(self.forget(a.id, now, reason="retention"))
+                intent = self._intend(current, now, "", "retention")
+                out.append(self._erase(intent, purge=False))
+                touched.update(self._touched(intent))
+        if touched:  # one purge for them all: its cost is per space, not per asset
+            self.store.purge(sorted(touched))
         return out
 
     # -- retirement and tiers --------------------------------------------------------------------------------------

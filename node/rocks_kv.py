@@ -183,9 +183,10 @@ class RocksKV:
         except Exception as e:
             raise _classify(e, self.path) from e
 
-    def purge(self, keys: Mapping[str, Sequence[bytes]]) -> None:
-        """Flush every column family (so the write-ahead log holding old values is retired), then compact the key
-        ranges of ``keys`` down to the bottommost level, which drops their overwritten and deleted versions."""
+    def purge(self, keys: Mapping[str, Sequence[bytes] | None]) -> None:
+        """Flush every column family (so the write-ahead log holding old values is retired), then compact, per space,
+        the key span of ``keys`` (the whole space for None) down to the bottommost level, which drops overwritten
+        and deleted versions there. One compaction per space: its cost grows with the span, not the key count."""
         if self._closed:
             raise StoreClosed(f"the store at {self.path} is closed")
         for space in keys:
@@ -198,8 +199,10 @@ class RocksKV:
             opts.set_bottommost_level_compaction(BottommostLevelCompaction.force())
             opts.set_exclusive_manual_compaction(True)
             for space, ks in keys.items():
-                for k in sorted(set(ks)):  # each key's own range: only the files that hold it are rewritten
-                    self._cf[space].compact_range(k, k + b"\x00", opts)
+                if ks is None:
+                    self._cf[space].compact_range(None, None, opts)
+                elif ks:
+                    self._cf[space].compact_range(min(ks), max(ks) + b"\x00", opts)
         except Exception as e:
             raise _classify(e, self.path) from e
 

@@ -882,10 +882,21 @@ class Store:
     # -- index maintenance -----------------------------------------------------------------------------------------
 
     def purge(self, ids: Iterable[str]) -> None:
-        """Drop every earlier version of these assets' records and vectors from storage (see ``KV.purge``): an
-        erased item must not linger, even sealed, in a log or a table file until some later compaction."""
+        """Drop every earlier version of these assets' records, vectors, index entries, postings and edges from
+        storage (see ``KV.purge``): an erased item must not linger, even sealed or blinded, in a log or a table file
+        until some later compaction."""
         sids = [self.sid(_check_id(i)) for i in ids]
-        self.kv.purge({"assets": sids, "vectors": [pid + sid for pid in self._live for sid in sids]})
+        if not sids:
+            return
+        # Their index entries, postings and edges are keyed by blinded values spread over the whole space.
+        self.kv.purge(
+            {
+                "assets": sids,
+                "vectors": [pid + sid for pid in self._live for sid in sids],
+                "index": None,
+                "edges": None,
+            }
+        )
 
     def live_ids(self) -> list[str]:
         """Ids of every live asset (from the in-memory views; no record is read)."""

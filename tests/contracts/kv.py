@@ -449,7 +449,7 @@ def check_purge_keeps_live_data(make_kv: MakeKV) -> None:
     kv.commit([Put("assets", b"a", b"1"), Put("assets", b"b", b"2"), Put("vectors", b"v", b"3")])
     kv.commit([Put("assets", b"a", b"1b"), Delete("assets", b"b")])
     before = snapshot(kv)
-    kv.purge({"assets": [b"a", b"b", b"missing"], "vectors": []})
+    kv.purge({"assets": [b"a", b"b", b"missing"], "vectors": [], "meta": None})
     assert snapshot(kv) == before
     assert kv.load("assets", b"a") == b"1b" and kv.load("assets", b"b") is None
     with pytest.raises(StoreError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from node.embed import HashEmbedder
 from node.file_keychain import Unlock
-from node.home import init_home, open_node
+from node.home import init_home, memory_layers, open_node
 from policy.errors import GamlError, StoreClosed, StoreCorrupt, StoreLocked, WrongPassphrase
 
 UNLOCK = Unlock(passphrase="correct horse battery staple")
@@ -158,3 +159,36 @@ def test_corrupt_rocksdb_is_reported_and_left_untouched(home: Path, target: str)
     assert isinstance(err, StoreCorrupt), err
     assert data_files() == before  # nothing was reset or repaired behind the user's back
     assert type(open_and_read_everything()) is type(err)  # and it is still reported the next time
+
+
+@pytest.mark.parametrize(
+    ("curator", "error"),
+    [
+        (None, None),
+        ({"kind": "extractive"}, None),
+        ({"kind": "openai", "base_url": "http://127.0.0.1:8080", "model": "m"}, None),
+        ({"kind": "openai", "base_url": "http://localhost:8080", "model": "m"}, None),
+        ({"kind": "openai", "base_url": "https://api.example.com", "model": "m"}, "not on this machine"),
+        ({"kind": "openai", "base_url": "http://10.0.0.5:8080", "model": "m"}, "not on this machine"),
+        ({"kind": "openai", "model": "m"}, "needs 'base_url'"),
+        ({"kind": "gpt"}, "unknown curator kind"),
+    ],
+)
+def test_curator_config(home: Path, curator: dict[str, str] | None, error: str | None) -> None:
+    """The home's curator setting: extractive by default; a model server only on this machine (curation reads
+    local-only memory); a malformed setting is a clear error."""
+    cfg = json.loads((home / "config.json").read_text())
+    if curator is not None:
+        cfg["curator"] = curator
+    (home / "config.json").write_text(json.dumps(cfg))
+    node = open_node(home, UNLOCK, embedder=HashEmbedder(64))
+    try:
+        if error is None:
+            _, ladder = memory_layers(home, node)
+            expected = "extractive-1" if curator is None or curator["kind"] == "extractive" else "openai-compatible:m"
+            assert ladder.curator.name == expected
+        else:
+            with pytest.raises(GamlError, match=error):
+                memory_layers(home, node)
+    finally:
+        node.close()

@@ -24,6 +24,7 @@ from node.home import init_home, open_node
 from node.ingest import IngestOptions, Ingestor
 from node.kv import Put
 from node.ladder import CURATION, RUNG_TAG, CurationReport, Ladder
+from node.lexical import tokenize
 from node.privacy import Rules
 from node.store import Store
 from node.tiers import DEPTH, US_PER_DAY, TierPolicy, is_critical, retired, tier_of, visit
@@ -320,8 +321,11 @@ def test_forget_erases_an_item_and_its_influence(tmp_path: Path) -> None:
     sealed_before = [
         store.kv.load("assets", store.sid(i)) for i in (target, *(r.id for r in arc.values()), *(f.id for f in facts))
     ]
+    (term,) = tokenize(WORD)
+    blinded_term = store.blind(b"L", term)  # how the word's postings are keyed (only the forgotten item has it)
     store.kv.purge({})  # flushes every memtable: these versions now sit in table files, as in any older database
     assert all(blob and files_holding(tmp_path, blob[-48:]) for blob in sealed_before)
+    assert files_holding(tmp_path, blinded_term)
     lay.node.governance.add_principal(Principal("mallory"))
     before = kv_dump(store)
     with pytest.raises(PolicyError):
@@ -366,6 +370,7 @@ def test_forget_erases_an_item_and_its_influence(tmp_path: Path) -> None:
     assert files_holding(tmp_path, WORD.encode()) == []
     assert files_holding(tmp_path, WORD.capitalize().encode()) == []
     assert all(blob and files_holding(tmp_path, blob[-48:]) == [] for blob in sealed_before)
+    assert files_holding(tmp_path, blinded_term) == []  # not even its blinded postings
 
 
 def test_retention_expiry_goes_through_erasure() -> None:
