@@ -33,10 +33,12 @@ Pure core: ``now`` is passed in; the caller reads files and hands over bytes or 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import itertools
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -759,7 +761,11 @@ def _strip_text(pieces: Sequence[str]) -> list[str]:
     joined = sep.join(pieces)
     if not envelope.contains(joined):
         return list(pieces)
-    spans = envelope.spans(joined)
+    starts, pos = [], 0
+    for piece in pieces:
+        starts.append(pos)
+        pos += len(piece) + len(sep)
+    spans = [span for a, b in envelope.spans(joined) for span in _confine(a, b, joined, starts)]
     out = []
     pos = 0
     for piece in pieces:
@@ -774,6 +780,27 @@ def _strip_text(pieces: Sequence[str]) -> list[str]:
         keep.append(joined[cursor:hi])
         out.append("".join(keep))
         pos = hi + len(sep)
+    return out
+
+
+_OPEN: Final = re.compile(r"<\s*gaml-memory\b", re.IGNORECASE)
+_STAMPED_OPEN: Final = re.compile(r"<\s*gaml-memory\b[^>]*\breceipt\s*=", re.IGNORECASE)
+
+
+def _confine(a: int, b: int, joined: str, starts: Sequence[int]) -> list[tuple[int, int]]:
+    """A span of the envelope rules that crosses paragraphs is kept whole only when it opens with a receipt, as every
+    envelope hydration writes does (a pasted frame, even cut off). Otherwise — a note that merely mentions the tags,
+    an opening tag left open, a closing tag left alone — each end stays within its own paragraph: the opening one cut
+    to the end of its paragraph, the closing one from the start of its paragraph, and the paragraphs between kept."""
+    first = bisect.bisect_right(starts, a) - 1
+    last = bisect.bisect_right(starts, max(a, b - 1)) - 1
+    if first == last or _STAMPED_OPEN.match(joined, a):
+        return [(a, b)]
+    out = []
+    if _OPEN.match(joined, a):
+        out.append((a, starts[first + 1] - 1))
+    if b < len(joined) or not _OPEN.match(joined, a):  # it ends with a closing tag
+        out.append((starts[last], b))
     return out
 
 

@@ -294,6 +294,28 @@ def test_malformed_envelope_stays_inside_its_message() -> None:
     assert [item(growing, source, p).payload for p in range(5)] == [item(at_once, source, p).payload for p in range(5)]
 
 
+def test_a_note_that_mentions_the_tag_keeps_its_other_paragraphs() -> None:
+    """In a notes file, a bare mention of the tag (no receipt: not a frame hydration wrote) cuts at most its own
+    paragraph; a pasted frame, even cut off before its end, still takes every paragraph it spans."""
+    node = memory_node()
+    ing = ingestor(node)
+    mention = (
+        b"# Design\n\nThe node wraps injected memory in a <gaml-memory> element.\n\n"
+        b"Ingestion strips it first.\n\nA stray </gaml-memory> in prose.\n\nThe journal is durable.\n"
+    )
+    (src,) = parsers.parse(mention, "design.md", "text")
+    report = ing.ingest([src], ALICE, NOW)
+    texts = [item(node, src, p).payload["text"] for p in range(4)]
+    assert report.items == 4 and texts[1] == "Ingestion strips it first." and texts[3] == "The journal is durable."
+    assert texts[0] == "The node wraps injected memory in a " and texts[2] == " in prose."
+    frame = envelope.wrap("Remembered: the deploy key rotates monthly.\n\nSecond remembered paragraph.", "r_9", "n")
+    pasted = ("Before the frame.\n\n" + frame[: len(frame) - 20]).encode()  # cut off: never closed
+    (src2,) = parsers.parse(pasted, "pasted.md", "text")
+    ing.ingest([src2], ALICE, NOW)
+    kept = [a.payload["text"] for a in node.store.get_many([item_id(src2.source_id, p) for p in range(3)]) if a]
+    assert kept == ["Before the frame."]
+
+
 # -- secrets -----------------------------------------------------------------------------------------------------------
 
 
