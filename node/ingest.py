@@ -343,7 +343,10 @@ class Ingestor:
             "title": source.title,
             "records": len(source.records),
             "digest": _digest((r.position, r.text) for r in source.records),
-            "items": sorted(set((wm or {}).get("items", []) if start else []) | {p.record.position for p in kept}),
+            "items": sorted(
+                (set((wm or {}).get("items", [])) & {p.record.position for p in planned} if start else set())
+                | {p.record.position for p in kept}
+            ),
             "gated": [g.to_json() for g in sorted({*old_gates, *gates}, key=lambda g: g.position)],
             "ingested_at": now,
             "dirty": bool(kept) or bool((wm or {}).get("dirty")),
@@ -356,9 +359,14 @@ class Ingestor:
         for fid in self._stale_facts(source, kept, {f.id for f in facts}):
             self.store.delete(fid, now)
             report.retracted += 1
-        if wm is not None and start == 0:
-            gone = set(wm.get("items", [])) - {p.record.position for p in kept}
+        # Gone: on a rewrite, what the source no longer yields; on an append, what the session's budget now gives to
+        # newer items (most recent first, as a backfill of the whole session would keep).
+        if wm is not None:
+            gone = set(wm.get("items", [])) - set(mark["items"])
             for pos in sorted(gone):
+                if start and not any(g.position == pos for g in gates):
+                    gates.append(Gate(pos, "budget"))
+                    mark["gated"] = [g.to_json() for g in sorted({*old_gates, *gates}, key=lambda g: g.position)]
                 old = self._stored(item_id(source.source_id, pos))
                 if old is not None and not old.tombstone:
                     for fid in self._stale_facts_at(source.source_id, pos, set()):

@@ -724,6 +724,31 @@ def test_budget_keeps_each_kinds_share_most_recent_first(rocks: Node) -> None:
     assert {a.payload["position"] for a in stored} == expected
 
 
+def test_budget_holds_when_a_session_grows_one_record_at_a_time() -> None:
+    """A live watch equals a backfill: fed one record at a time, the session ends with the same items as ingested
+    at once, each older item the budget no longer holds taken back and gated as "budget"."""
+    source, _ = mixed_session(random.Random(0))
+    opts = IngestOptions(owner="alice", item_budget=20)
+    backfill = memory_node()
+    ingestor(backfill).ingest([source], opts, NOW)
+    watched = memory_node()
+    ing = ingestor(watched)
+    for n in range(1, 61):
+        ing.ingest([dataclasses.replace(source, records=source.records[:n])], opts, NOW)
+
+    def live(node: Node) -> set[int]:
+        return {
+            a.payload["position"]
+            for a in node.store.get_many(node.store.list_ids("owner", "alice"))
+            if a and a.level is Level.L0
+        }
+
+    assert live(watched) == live(backfill) and len(live(watched)) == 20
+    wm = watermark(ing, source)
+    assert set(wm["items"]) == live(watched) and len(wm["items"]) + len(wm["gated"]) == 60
+    assert set(gated(ing, source).values()) == {"budget"}
+
+
 def test_budget_gives_unused_room_to_the_most_recent() -> None:
     """Room a kind does not use goes to the most recent records of the rest."""
     records = tuple(
