@@ -3,8 +3,9 @@
 :class:`OpenAICompatibleCurator` implements :class:`node.curate.Curator` by POSTing to
 ``{base_url}/v1/chat/completions`` (llama.cpp's server, vLLM, Ollama, LM Studio — on this machine: ``node.home``
 refuses any other host, as curation reads local-only memory) with urllib, at temperature 0, asking for one
-sentence of at most ``limit`` characters. The reply is validated (JSON shape, a non-blank string) and cut to ``limit`` at a word boundary. On any failure (connection refused, timeout, HTTP error,
-bad JSON, wrong shape, empty answer) that one call falls back to :class:`node.curate.ExtractiveCurator`, and
+sentence of at most ``limit`` characters. The reply is validated (JSON shape, a non-blank string) and cut to
+``limit`` at a word boundary. On any failure (connection refused, timeout, HTTP error, bad JSON, wrong shape, empty
+answer) that one call falls back to :class:`node.curate.ExtractiveCurator`, and
 ``failures`` counts it; ``last_error`` names the failure's kind (never its text, which could quote a header).
 
 Off by default: the orchestrator uses it only when configured. The API key, when one is needed, is read from the
