@@ -261,6 +261,8 @@ class Ladder:
             "source": asset.source.source_id if asset.source is not None and asset.level is Level.L0 else "",
             "position": position,
             "goal": asset.goal if asset.payload.get("kind") == "goal" else "",
+            # Facts that a fact going with it had closed: they hold their slot again unless something else closed them.
+            "reopen": [[old, d.valid_from] for d in derived if "fact" in d.tags for old in d.supersedes],
             "owner": asset.owner_id,
         }
         entries: dict[bytes, bytes | None] = {self.store.meta_name(ERASING, asset.id): json.dumps(intent).encode()}
@@ -292,6 +294,7 @@ class Ladder:
             elif self._tombstone(d.id, now):
                 tombstoned.append(d.id)
         self._tombstone(id_, now)
+        self._reopen(intent.get("reopen", []), now)
         rebuilt = 0
         for sid in intent["sources"]:
             if self.ingestor.watermark(sid) is not None:
@@ -316,6 +319,16 @@ class Ladder:
         for sid in intent["sources"]:
             touched.update(self._state(sid)["rungs"].values())
         return sorted(touched)
+
+    def _reopen(self, closed: list[list[Any]], now: int) -> None:
+        """Facts closed (``valid_to``) by an erased fact hold their slot again, if no live fact supersedes them."""
+        edits = []
+        for old_id, at in closed:
+            old = self.store.get_many([old_id])[0]
+            if old is not None and old.valid_to == at and not self.store.superseded.get(old_id):
+                edits.append(old.replace(valid_to=0, signature=b""))
+        if edits:
+            self.node.put(edits, now)
 
     def _relabel(self, intent: dict[str, Any], now: int) -> None:
         """A forgotten request was the goal label of the items after it: they take the goal before it instead."""

@@ -534,6 +534,22 @@ def test_forget_survives_a_crash_at_every_write() -> None:
         assert lay.lad.resume() == [] and lay.lad.pending() == []
 
 
+def test_forgetting_a_new_value_reopens_the_old_one() -> None:
+    """Erasing the item that stated a slot's new value takes its fact away and gives the slot back to the value it
+    had closed (whose validity window opens again)."""
+    lay = layers(memory_world())
+    (a,) = ingest(lay, transcript("a", [("user", "My favorite color is blue.", NOW)]), "a.jsonl")
+    (b,) = ingest(lay, transcript("b", [("user", "My favorite color is red.", NOW + HOUR_US)]), "b.jsonl")
+    facts = {f.payload["value"]: f for f in live_assets(lay.store) if f.asset_type is AssetType.FACT}
+    assert facts["blue"].valid_to == NOW + HOUR_US and facts["red"].supersedes == (facts["blue"].id,)
+    lay.lad.forget(item_id(b, 0), T1, by=OWNER)
+    blue = lay.store.get(facts["blue"].id)
+    assert blue.valid_to == 0 and facts["blue"].id not in lay.store.superseded
+    assert lay.store.get(facts["red"].id, include_deleted=True).tombstone
+    found = {h.asset.id for h in lay.node.search("favorite color", OWNER, T1, mode="lexical")}
+    assert {item_id(a, 0), blue.id} <= found and facts["red"].id not in found
+
+
 def test_forgetting_a_request_takes_its_goal_label_too() -> None:
     """A forgotten request was the goal label of the items after it: they take the goal before it (here the session
     itself), the rungs are rebuilt with it, and re-ingesting the source, even rewritten, does not bring it back."""
