@@ -85,8 +85,8 @@ def ingest_act(home: Path) -> None:
     print(gaml(home, "forget", target["id"], "--as", "alice").rstrip())
     left = json.loads(gaml(home, "search", "who owns the billing service", "--as", "alice", "--k", "20", "--json"))
     print(
-        f"results holding the email: {before} before (the item and the rungs compiled from it), "
-        f"{sum(email in h['text'] for h in left)} after"
+        f"search results holding the email: {before} before, {sum(email in h['text'] for h in left)} after; "
+        "the rungs compiled from the item were rebuilt without it"
     )
 
 
