@@ -48,8 +48,9 @@ lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter l
 test: lint ## lint, then the test suite (real RocksDB, hnswlib and MiniLM; under 15 minutes on 2 cores)
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-test-slow: $(STAMP) ## the long tests (large crash loops, big recall sets)
-	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+test-slow: $(STAMP) ## the long tests (large crash loops, big recall sets); none is marked slow today
+	status=0; $(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS) || status=$$?; \
+	if [ $$status -eq 5 ]; then echo "no test is marked slow: make test runs them all"; else exit $$status; fi
 
 bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw rocksdict and hnswlib; writes bench/results/
 	$(BIN)/python -m bench.store_bench --n $(N) --seed $(SEED) --out bench/results
