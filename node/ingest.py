@@ -603,7 +603,17 @@ class Ingestor:
             slot = slot_tag(f.entity, f.attribute)
             if slot not in stored:
                 stored[slot] = self._slot_facts(slot, opts, fresh_ids)
-                current[slot] = _held(stored[slot], source.source_id, item.created_at, start)
+                current[slot] = None
+            # What holds the slot just before this fact: this batch's last fact of the slot, unless a stored fact of
+            # another session came between them (then that one, and this batch's last fact closes where it began).
+            held = _held(stored[slot], source.source_id, item.created_at, start)
+            mine = current[slot]
+            if held is not None and (mine is None or (held.valid_from, held.id) > (mine.valid_from, mine.id)):
+                if mine is not None:
+                    closed = edits.get(mine.id, mine)
+                    if not closed.valid_to:
+                        edits[mine.id] = closed.replace(valid_to=held.valid_from, signature=b"")
+                current[slot] = held
             payload = {
                 "text": f.text,
                 "entity": f.entity,

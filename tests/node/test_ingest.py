@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import json
 import random
 import string
@@ -548,6 +549,26 @@ def test_an_older_session_ingested_later_does_not_override() -> None:
     blue, green = facts_of(node)
     assert blue.supersedes == () and node.store.superseded == {}
     assert blue.valid_to == green.valid_from and green.valid_to == 0 and green.version == 1
+
+
+def test_a_stored_fact_between_two_new_ones_takes_its_turn() -> None:
+    """A session ingested later whose two statements straddle a stored one of another session (blue at 0, green
+    stored at 30, red at 60): blue closes where green begins, red supersedes green; one fact holds the slot at a
+    time."""
+    node = memory_node()
+    ing = ingestor(node)
+    ing.ingest([said("My favorite color is green.", 30, "middle")], ALICE, NOW)
+    lines = [
+        line("user", "My favorite color is blue.", 0, "straddle"),
+        line("user", "My favorite color is red.", 60, "straddle"),
+    ]
+    ing.ingest([transcript(lines, "straddle.jsonl")], ALICE, NOW)
+    blue, green, red = facts_of(node)
+    assert [f.payload["value"] for f in (blue, green, red)] == ["blue", "green", "red"]
+    assert blue.valid_to == green.valid_from and green.valid_to == red.valid_from and red.valid_to == 0
+    assert red.supersedes == (green.id,) and blue.supersedes == ()
+    windows = sorted((f.valid_from, f.valid_to or 2**62) for f in (blue, green, red))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(windows))  # no two open at once
 
 
 # -- goals, kinds, clipping --------------------------------------------------------------------------------------------
