@@ -43,10 +43,8 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -58,7 +56,7 @@ import numpy as np
 from rocksdict import Rdict, WriteBatch, WriteOptions
 
 from bench.retrieve_bench import code_version
-from bench.store_bench import T0_MICROS, Secrets, close_raw, fs_type, log, make_embedder, open_home, open_raw, versions
+from bench.store_bench import T0_MICROS, Secrets, close_raw, fs_type, log, machine, make_embedder, open_home, open_raw
 from node import curate as curation
 from node import extract
 from node.core import Node
@@ -71,43 +69,12 @@ from node.privacy import Rules
 from node.records import Source
 from node.tiers import TierPolicy
 from policy.model import item_id
+from tests.node.test_extract import PATHOLOGICAL as PATHOLOGICAL_EXTRACT
+from tests.node.test_privacy import PATHOLOGICAL as PATHOLOGICAL_PRIVACY
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 BATCH = IngestOptions(owner="x").batch  # the ingest batch size: the raw baselines use the same
 OWNER = "alice"
-
-# Copied from tests/node/test_extract.py (PATHOLOGICAL) and tests/node/test_privacy.py
-# (test_pathological_inputs_complete), in that order, without the repeats.
-PATHOLOGICAL_EXTRACT = (
-    "a" * 5000,
-    "A " * 2500,
-    "-" * 5000,
-    "1 " * 2500,
-    "a." * 2500,
-    "a/" * 2500,
-    '"A' * 2500,
-    "a@" * 2500,
-    "#a" * 2500,
-    "a: " * 1600,
-    "the x is " * 600,
-    "`a" * 2500,
-    "\n" * 5000,
-    "Bank of " * 600,
-    "👍" * 3000,
-)
-PATHOLOGICAL_PRIVACY = (
-    "a" * 5000,
-    "1 " * 2500,
-    "a." * 2500,
-    "a@" * 2500,
-    "password=" * 500,
-    "sk-" * 1500,
-    "eyJa." * 1000,
-    "-----BEGIN RSA PRIVATE KEY-----" + "A" * 4000,
-    "+1 " * 1500,
-    "DE89 " * 1000,
-    "Bearer " * 700,
-)
 
 
 def rate(n: int, seconds: float) -> float:
@@ -462,15 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     R["data"] = {"path": str(args.data), "bytes": len(data)}
-    R["machine"] = {
-        "nproc": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": versions(),
-        "date": started.isoformat(timespec="seconds"),
-        "tmp_fs": tmp_fs,
-        "loadavg_before_after": [load_before, os.getloadavg()],
-    }
+    R["machine"] = {**machine(started, tmp_fs), "loadavg_before_after": [load_before, os.getloadavg()]}
     R["code"] = code
     R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     md = render(R)

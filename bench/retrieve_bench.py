@@ -44,7 +44,6 @@ import heapq
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import shutil
@@ -70,10 +69,10 @@ from bench.store_bench import (
     embed_all,
     fs_type,
     log,
+    machine,
     open_home,
     pct,
     rate,
-    versions,
 )
 from node.core import Node
 from node.embed import HashEmbedder
@@ -542,14 +541,7 @@ def _bench(
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(20)
         log(buf.getvalue())
 
-    R["machine"] = {
-        "nproc": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": versions(),
-        "date": started.isoformat(timespec="seconds"),
-        "tmp_fs": fs_type(work),
-    }
+    R["machine"] = machine(started, fs_type(work))
     R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     R["code"] = CODE
     md = render(R, args)

@@ -367,6 +367,19 @@ def versions() -> dict[str, str]:
     return out
 
 
+def machine(started: dt.datetime, tmp_fs: str) -> dict[str, Any]:
+    """What a result file says about the machine and the run: cores, Python, platform, package versions, when, and
+    the file system of the temporary directory."""
+    return {
+        "nproc": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": versions(),
+        "date": started.isoformat(timespec="seconds"),
+        "tmp_fs": tmp_fs,
+    }
+
+
 def fs_type(path: Path) -> str:
     try:
         best, kind = "", "?"
@@ -689,14 +702,7 @@ def _run(args: argparse.Namespace, work: Path, started: dt.datetime) -> int:
     store.close()
     close_raw(raw_db)
 
-    R["machine"] = {
-        "nproc": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": versions(),
-        "date": started.isoformat(timespec="seconds"),
-        "tmp_fs": fs_type(work),
-    }
+    R["machine"] = machine(started, fs_type(work))
     R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     md = render(R, args)
     print(md)

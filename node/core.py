@@ -131,10 +131,10 @@ class Node:
     def delete(self, id_: str, now: int, *, by: str | None = None) -> Asset:
         """Tombstone an asset. With ``by``, only its owner (or an agent acting for them) may."""
         if by is not None:
-            self._require_owner(by, self.store.get(id_, include_deleted=True), "delete")
+            self.require_owner(by, self.store.get(id_, include_deleted=True), "delete")
         return self.store.delete(id_, now)
 
-    def _require_owner(self, by: str, asset: Asset, action: str) -> None:
+    def require_owner(self, by: str, asset: Asset, action: str) -> None:
         """Raise unless the registered principal ``by`` is (or acts for) the asset's owner."""
         if self.governance.principal(by).user != asset.owner_id:
             raise PolicyError(f"only {asset.owner_id or 'its owner'} may {action} asset {asset.id}")
@@ -142,7 +142,7 @@ class Node:
     def redact(self, id_: str, by: str, now: int) -> str:
         """Store the redacted packet of an asset (policy.redact), a separately governed derived asset. Owner only."""
         source = self.store.get(id_)
-        self._require_owner(by, source, "make a redacted packet of")
+        self.require_owner(by, source, "make a redacted packet of")
         (packet_id,) = self.put([redacted_packet(source, now)], now)
         return packet_id
 

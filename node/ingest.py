@@ -48,7 +48,7 @@ import numpy as np
 
 from node import envelope, extract
 from node.core import Node
-from node.privacy import Classification, Rules
+from node.privacy import Rules, masked
 from node.records import Record, Source
 from policy.access import inherit
 from policy.errors import InvalidInput, NotFound
@@ -287,7 +287,7 @@ class Ingestor:
         report.sources += 1
         report.records += len(source.records)
         # A title (a chat's, a file name) is stamped on every item and goal label: it is classified like the text.
-        source = dataclasses.replace(source, title=_masked(source.title, self.rules.classify(source.title)))
+        source = dataclasses.replace(source, title=masked(source.title, self.rules.classify(source.title)))
         texts = _strip_envelopes(source.records)
         wm = self.watermark(source.source_id)
         start = 0
@@ -430,7 +430,7 @@ class Ingestor:
             # Classify the whole text, then clip: a cut through a secret would leave pieces no rule recognises.
             c = self.rules.classify(raw)
             if kind == "goal" and record.position not in forgotten:  # the label travels to the items that follow:
-                goal = extract.goal_text(_masked(raw, c))  # nothing private goes with it
+                goal = extract.goal_text(masked(raw, c))  # nothing private goes with it
             limit = opts.conclusion_chars if record.role == "assistant" else opts.tool_chars
             text = extract.head_tail(c.text, limit) if record.role in ("assistant", "tool") else c.text
             tags = {f"kind:{kind}", f"role:{record.role}", f"format:{source.format}", *c.tags}
@@ -536,7 +536,7 @@ class Ingestor:
         for k, v in r.meta.items():
             if k not in payload and isinstance(v, (str, int, float, bool)):
                 # A parser's meta (a notes section heading, a path) is text no rule has seen yet.
-                payload[k] = _masked(v, self.rules.classify(v)) if isinstance(v, str) else v
+                payload[k] = masked(v, self.rules.classify(v)) if isinstance(v, str) else v
         asset = Asset(
             id=item_id(source.source_id, r.position),
             asset_type=asset_type or TYPES[p.kind],
@@ -718,23 +718,6 @@ def _following(stored: Sequence[Asset], source_id: str, time: int) -> Asset | No
     """The earliest stored fact of another source that comes after a new fact of ``source_id`` at ``time``."""
     after = [a for a in stored if str(a.payload.get("session", "")) != source_id and not _before(a, source_id, time, 0)]
     return min(after, key=lambda a: (a.valid_from, str(a.payload.get("session", "")), a.id), default=None)
-
-
-def _masked(text: str, c: Classification) -> str:
-    """``text`` with every finding of ``c`` (its classification) that is redacted or must stay local-only replaced by
-    its ``[REDACTED:<rule>]`` placeholder: for text that leaves the record it came from, and so its scope."""
-    spans: list[tuple[int, int, str]] = []
-    for f in sorted(c.findings, key=lambda f: (f.start, -f.end)):
-        if f.action == "flag":
-            continue
-        if spans and f.start < spans[-1][1]:
-            start, end, rule = spans[-1]
-            spans[-1] = (start, max(end, f.end), rule)
-        else:
-            spans.append((f.start, f.end, f.rule))
-    for start, end, rule in reversed(spans):
-        text = f"{text[:start]}[REDACTED:{rule}]{text[end:]}"
-    return text
 
 
 def _budget(planned: Sequence[_Planned], opts: IngestOptions) -> set[int]:

@@ -32,7 +32,7 @@ from node import curate as curation
 from node.core import Node
 from node.ingest import WATERMARK, Ingestor
 from node.tiers import TierPolicy, retired, tier_of, visit
-from policy.access import PolicyError, expired, inherit
+from policy.access import expired, inherit
 from policy.errors import Deleted, NotFound
 from policy.model import Asset, AssetType, Creator, Level, SourcePointer, Tier, TrustClass, item_id
 
@@ -225,8 +225,8 @@ class Ladder:
         or by calling ``forget`` again.
         """
         asset = self.store.get(id_, include_deleted=True)
-        if by is not None and self.node.governance.principal(by).user != asset.owner_id:
-            raise PolicyError(f"only {asset.owner_id or 'its owner'} may forget asset {id_}")
+        if by is not None:
+            self.node.require_owner(by, asset, "forget")
         intent = self._pending(id_)
         if intent is None:
             if asset.tombstone:

@@ -69,6 +69,28 @@ _NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
 _STRICTNESS: Final = {action: i for i, action in enumerate(ACTIONS)}
 
 
+def _substitute(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
+    """``text`` with each span (start, end, rule name; sorted by start) replaced by ``[REDACTED:<rule>]``;
+    overlapping spans merge, and a merged span takes the placeholder of its first rule."""
+    groups: list[tuple[int, int, str]] = []
+    for start, end, name in spans:
+        if groups and start < groups[-1][1]:
+            first, last, kept = groups[-1]
+            groups[-1] = (first, max(last, end), kept)
+        else:
+            groups.append((start, end, name))
+    for start, end, name in reversed(groups):
+        text = f"{text[:start]}[REDACTED:{name}]{text[end:]}"
+    return text
+
+
+def masked(text: str, c: Classification) -> str:
+    """``text`` (the one ``c`` classified) with what is redacted *and* what must stay local-only replaced by
+    placeholders: for text that leaves its record, and so its scope (a goal label, a title, metadata)."""
+    spans = [(f.start, f.end, f.rule) for f in c.findings if f.action != "flag"]
+    return _substitute(text, sorted(spans, key=lambda s: (s[0], -s[1])))
+
+
 def iban_ok(candidate: str) -> bool:
     """Whether ``candidate`` (spaces allowed) is an IBAN that passes the ISO 13616 mod-97 check."""
     s = candidate.replace(" ", "").upper()
@@ -252,24 +274,11 @@ class Rules:
                 chosen.append(c)
         chosen.sort(key=lambda c: (c.span_start, c.span_start - c.span_end, c.order))
 
-        # Merge the redacted spans; each merged group takes the placeholder of its first match.
-        groups: list[tuple[int, int, str]] = []  # start, end, rule name
-        for c in chosen:
-            if c.rule.action != "redact":
-                continue
-            if groups and c.span_start < groups[-1][1]:
-                start, end, name = groups[-1]
-                groups[-1] = (start, max(end, c.span_end), name)
-            else:
-                groups.append((c.span_start, c.span_end, c.rule.name))
-        out = text
-        for start, end, name in reversed(groups):
-            out = f"{out[:start]}[REDACTED:{name}]{out[end:]}"
-
+        redacted = [(c.span_start, c.span_end, c.rule.name) for c in chosen if c.rule.action == "redact"]
         kinds = {c.rule.kind for c in chosen}
-        tags = tuple(f"privacy:{k}" for k in KINDS if k in kinds) + ((REDACTED_TAG,) if groups else ())
+        tags = tuple(f"privacy:{k}" for k in KINDS if k in kinds) + ((REDACTED_TAG,) if redacted else ())
         return Classification(
-            text=out,
+            text=_substitute(text, redacted),
             findings=tuple(c.finding() for c in chosen),
             local_only=any(c.rule.action == "local_only" for c in chosen),
             tags=tags,
