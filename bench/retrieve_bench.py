@@ -171,7 +171,7 @@ def profile_points() -> list[tuple[str, Callable[..., Any]]]:
         ("4-6 trust, prefilter, temporal: _filter", retrieve, "_filter"),
         ("6 temporal: Retriever._superseded (per id)", R, "_superseded"),
         ("6 temporal: Retriever._temporal", R, "_temporal"),
-        ("7 relevance: Retriever._relevance", R, "_relevance"),
+        ("7 relevance: Retriever.relevance", R, "relevance"),
         ("7 dense: HashEmbedder.embed (query)", HashEmbedder, "embed"),
         ("7 dense: Store.dense_search", Store, "dense_search"),
         ("7 dense: HnswIndex.search", HnswIndex, "search"),

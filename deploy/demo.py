@@ -76,6 +76,24 @@ def ingest_act(home: Path) -> None:
         asset = json.loads(gaml(home, "get", rung["id"], "--as", "alice"))
         print(f"{level}: {rung['text']}\n    derived from {len(asset['derived_from'])} items, {asset['privacy_scope']}")
 
+    banner("gaml hydrate --goal 'why did the login test fail?' --budget 250 --as alice  (a frame and its receipt)")
+    out = json.loads(
+        gaml(home, "hydrate", "--goal", "why did the login test fail?", "--budget", "250", "--as", "alice", "--json")
+    )
+    print(out["frame"])
+    r = out["receipt"]
+    print(
+        f"receipt {r['receipt']}: {r['budget']['spent']}/{r['budget']['total']} tokens ({r['counter']}), "
+        f"path {r['path']}, {len(r['facts'])} facts, {r['beyond']['relevant']} relevant items left out"
+    )
+    for f in r["facts"][:4]:
+        print(
+            f"  {f['handle']:<4} {f['level']} {f['kind']:<4} seeded_by={f['seeded_by']:<16} score={f['score']:.4f} "
+            f"tokens={f['tokens']:<3} covers {len(f['covers'])} item(s)"
+        )
+    log = json.loads(gaml(home, "access-log", "--as", "alice", "--limit", "1", "--json"))
+    print(f"alice's access log: {log[0]['kind']} {log[0]['receipt']}, {len(log[0]['read'])} items read")
+
     banner("gaml forget <the item with Priya's email> --as alice  (the item, its facts and its influence go)")
     email = "priya.raman@example.com"
     hits = json.loads(gaml(home, "search", "who owns the billing service", "--as", "alice", "--k", "20", "--json"))

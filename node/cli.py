@@ -13,6 +13,7 @@ import datetime as dt
 import getpass
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,11 +23,14 @@ from typing import Any, NoReturn
 from node.core import Node, display_text, hit_json
 from node.file_keychain import Unlock
 from node.home import EMBEDDERS, default_home, init_home, memory_layers, open_node
+from node.hydrate import MODES as HYDRATION_MODES
+from node.hydrate import HydrationRequest, Hydrator, Segment, parse_plane
 from node.ingest import IngestOptions, Ingestor
 from node.ladder import Ladder
 from node.parsers import FORMATS, parse
 from node.records import Source
-from policy.access import Grant, Location, Permission, Principal, PrincipalKind
+from node.tokens import HeuristicCounter, TokenCounter
+from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
 from policy.errors import Deleted, GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from policy.model import AssetType, Level, PrivacyScope
 from proto.convert import asset_to_json, draft_from_json
@@ -381,6 +385,65 @@ def cmd_curate(args: argparse.Namespace) -> None:
     print(json.dumps(report.to_json()))
 
 
+def _counter(name: str) -> TokenCounter:
+    if name == "heuristic":
+        return HeuristicCounter()
+    from node.bpe import BpeCounter
+
+    return BpeCounter(name)
+
+
+def _hydration_principal(node: Node, given: str | None) -> str:
+    """``--as``, else ``$GAML_AS``, else the node's only user principal."""
+    if given:
+        return given
+    if os.environ.get("GAML_AS"):
+        return os.environ["GAML_AS"]
+    users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
+    if len(users) != 1:
+        raise PolicyError(
+            f"the node has {len(users)} users ({', '.join(users[:5]) or 'none'}): name who hydrates with --as"
+        )
+    return users[0]
+
+
+def cmd_hydrate(args: argparse.Namespace) -> None:
+    plane: tuple[Segment, ...] = ()
+    if args.plane:
+        try:
+            plane = parse_plane(json.loads(Path(args.plane).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InvalidInput(f"--plane {args.plane}: {e}") from None
+    counter = _counter(args.counter)
+    with _node(args, checkpoint=False) as node:
+        _, ladder = memory_layers(args.home, node)
+        hydrator = Hydrator(node, counter, on_read=ladder.visit)
+        req = HydrationRequest(
+            args.goal,
+            _hydration_principal(node, args.as_),
+            now_us(),
+            args.budget,
+            plane,
+            purpose=args.purpose,
+            location=args.location,
+            mode=args.mode,
+            as_of=args.as_of or 0,
+        )
+        out = hydrator.hydrate(req)
+    if args.json:
+        print(json.dumps(out.to_json(), indent=2, ensure_ascii=False))
+        return
+    print(out.frame)
+    r = out.receipt
+    print(
+        f"receipt {r['receipt']}: {len(r['facts'])} facts, {r['budget']['spent']}/{r['budget']['total']} tokens "
+        f"({r['counter']}), path {r['path']}"
+        + (f" (fallback: {r['fallback']})" if r["fallback"] else "")
+        + f", {r['beyond']['relevant']} relevant items beyond the frame",
+        file=sys.stderr,
+    )
+
+
 def cmd_forget(args: argparse.Namespace) -> None:
     with _node(args) as node:
         _, ladder = memory_layers(args.home, node)
@@ -590,6 +653,24 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("curate", help="compile pending sources into L1-L3 rungs (summaries, distillations, skeletons)")
     s.add_argument("--source", action="append", default=[], help="only this source id (repeatable)")
     s.set_defaults(func=cmd_curate)
+
+    s = sub.add_parser("hydrate", help="a context frame for a goal within a token budget, and its receipt")
+    s.add_argument("--goal", required=True, help="what the memory is for (the request's goal)")
+    s.add_argument("--budget", type=_positive, required=True, help="total tokens, envelope included")
+    s.add_argument("--plane", metavar="FILE", help='JSON: [{"name", "budget", "seeds", "fact_cap", "walk"}, …]')
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="who hydrates (default: $GAML_AS, or the only user)")
+    s.add_argument("--purpose", type=_enum(Permission), default=Permission.CONTEXT, help="context (default), read, …")
+    s.add_argument("--location", type=_enum(Location), default=Location.THIS_DEVICE, help="where the frame is used")
+    s.add_argument("--mode", choices=HYDRATION_MODES, default="auto", help="auto (default): hybrid, degrading")
+    s.add_argument("--as-of", type=_time, help="hydrate with what held then (microseconds or ISO 8601)")
+    s.add_argument(
+        "--counter",
+        default="heuristic",
+        choices=("heuristic", "cl100k_base", "o200k_base"),
+        help="token counter: the built-in estimate of cl100k (default) or a real BPE table",
+    )
+    s.add_argument("--json", action="store_true", help="print {frame, receipt}")
+    s.set_defaults(func=cmd_hydrate)
 
     s = sub.add_parser("forget", help="erase an item and its influence (derivatives rebuilt without it); owner only")
     s.add_argument("id")

@@ -70,9 +70,24 @@ class Stripped:
 
 def wrap(body: str, receipt: str, source: str) -> str:
     """Wrap ``body`` in an envelope carrying ``receipt`` and ``source``; the body's own tags are neutralised."""
-    safe_body = _IN_BODY_RE.sub(lambda m: m.group(0) + ESCAPED_SUFFIX, body)
+    return f"{open_tag(receipt, source)}\n{neutralize(body)}\n{CLOSE_TAG}"
+
+
+CLOSE_TAG: Final = f"</{OPEN_TAG}>"
+
+
+def open_tag(receipt: str, source: str) -> str:
+    """The opening tag :func:`wrap` writes (attribute values escaped)."""
     attributes = f'receipt="{html.escape(receipt, quote=True)}" source="{html.escape(source, quote=True)}"'
-    return f"<{OPEN_TAG} {attributes}>\n{safe_body}\n</{OPEN_TAG}>"
+    return f"<{OPEN_TAG} {attributes}>"
+
+
+def neutralize(body: str) -> str:
+    """``body`` with every envelope tag (in any spelling :func:`strip` recognises) renamed ``…-escaped``, so it can
+    neither end an envelope nor open one. Not idempotent: neutralise a text once (a caller that assembles the frame
+    itself, to count its tokens line by line, neutralises each line and joins them between :func:`open_tag` and
+    :data:`CLOSE_TAG` exactly as :func:`wrap` does)."""
+    return _IN_BODY_RE.sub(lambda m: m.group(0) + ESCAPED_SUFFIX, body)
 
 
 def spans(text: str) -> list[tuple[int, int]]:
@@ -132,4 +147,17 @@ def parse_attributes(open_tag: str) -> dict[str, str]:
     return attributes
 
 
-__all__ = ["ESCAPED_SUFFIX", "MARK", "OPEN_TAG", "Stripped", "contains", "parse_attributes", "spans", "strip", "wrap"]
+__all__ = [
+    "CLOSE_TAG",
+    "ESCAPED_SUFFIX",
+    "MARK",
+    "OPEN_TAG",
+    "Stripped",
+    "contains",
+    "neutralize",
+    "open_tag",
+    "parse_attributes",
+    "spans",
+    "strip",
+    "wrap",
+]

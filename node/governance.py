@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from node.kv import Put, pack, prefix_end
@@ -122,10 +122,13 @@ class Governance:
         now: int,
         kind: str,
         items: Sequence[tuple[str, dict[str, Any]]],
+        *,
+        detail: Mapping[str, Any] | None = None,
     ) -> None:
         """One receipt per owner for a read that returned ``items`` ((owner, item) pairs): one commit, no fsync.
 
-        Public memory without an owner leaves no receipt.
+        ``detail`` (a hydration's receipt id, goal, budget and path) goes into every owner's receipt; each owner sees
+        only their own items. Public memory without an owner leaves no receipt.
         """
         by_owner: dict[str, list[dict[str, Any]]] = {}
         for owner, item in items:
@@ -141,6 +144,7 @@ class Governance:
                 "location": location.value,
                 "kind": kind,
                 "read": by_owner[owner],
+                **(detail or {}),
             }
             prefix = LOG_CODE + self.store.blind(b"A", owner)
             key = prefix + pack(self._next_log_seq(prefix))

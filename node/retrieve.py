@@ -134,6 +134,28 @@ class Response:
     trace: Trace | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Authorized:
+    """What stages 1–6 leave for a request: per partition, the ids it may use (``keep``) and how each was
+    authorized (``auth``, before trust, prefilter and time narrowed it)."""
+
+    principal: Principal
+    partitions: list[tuple[bytes, str]]
+    auth: dict[bytes, dict[str, str]]
+    keep: dict[bytes, set[str]]
+    resolved: int  # dropped by temporal resolution (superseded, expired or not yet valid)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Relevance:
+    """Stage 7: ``ranked`` (id, fused score, partition), best first, and each path's (rank, score) by id."""
+
+    ranked: list[tuple[str, float, bytes]]
+    dense: dict[str, tuple[int, float]]
+    lexical: dict[str, tuple[int, float]]
+    dense_error: str = ""  # why the dense path could not run, when it was asked for and did not
+
+
 class Retriever:
     def __init__(self, store: Store, governance: Governance, embedder: Embedder) -> None:
         self.store = store
@@ -188,11 +210,12 @@ class Retriever:
 
     # -- the pipeline --------------------------------------------------------------------------------------------
 
-    def search(self, req: SearchRequest, *, trace: bool = False, log: bool = True) -> Response:
+    def authorize(self, req: SearchRequest, t: Trace | None = None) -> Authorized:
+        """Stages 1–6: who asks, which partitions, what they may use (before anything is ranked), and what survives
+        trust, the metadata prefilter and temporal resolution."""
         # 1. identity
         p = self.governance.principal(req.principal)
         grants = [g for g in self.governance.grants_for(p) if g.active(req.now)]
-        t = Trace() if trace else None
         # 2. partitions
         parts = self._partitions(p, grants)
         if t is not None:
@@ -228,20 +251,28 @@ class Retriever:
             )
         self._record(t, "prefilter", keep)
         # 6. temporal resolution
+        before = sum(len(ids) for ids in keep.values())
         self._temporal(keep, req.as_of or req.now)
         self._record(t, "temporal", keep)
+        resolved = before - sum(len(ids) for ids in keep.values())
+        return Authorized(p, parts, auth, keep, resolved)
+
+    def search(self, req: SearchRequest, *, trace: bool = False, log: bool = True) -> Response:
+        t = Trace() if trace else None
+        a = self.authorize(req, t)
         # 7. relevance
-        ranked, dense, lexical = self._relevance(req, keep)
+        rel = self.relevance(req, a.keep, max(4 * req.k, 50))
+        ranked, dense, lexical = rel.ranked, rel.dense, rel.lexical
         if t is not None:
             t.dense, t.lexical = set(dense), set(lexical)
             t.stages["relevance"] = {i for i, _, _ in ranked}
         # 8. governor
-        results = self._govern(req, ranked, dense, lexical, auth)
+        results = self._govern(req, ranked, dense, lexical, a.auth)
         if t is not None:
             t.stages["governor"] = {r.asset.id for r in results}
         if log and results:
-            self._log(p, req, results)
-        return Response(results, req.mode, len(parts), sum(len(a) for a in auth.values()), t)
+            self._log(a.principal, req, results)
+        return Response(results, req.mode, len(a.partitions), sum(len(x) for x in a.auth.values()), t)
 
     def _record(self, t: Trace | None, stage: str, keep: dict[bytes, set[str]]) -> None:
         if t is not None:
@@ -277,19 +308,27 @@ class Retriever:
                 return v.created_at
         return 2**63  # not a live asset: it supersedes nothing
 
-    def _relevance(
-        self, req: SearchRequest, keep: dict[bytes, set[str]]
-    ) -> tuple[list[tuple[str, float, bytes]], dict[str, tuple[int, float]], dict[str, tuple[int, float]]]:
+    def relevance(self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int) -> Relevance:
+        """Stage 7 over the ids in ``keep`` (already authorized): the ``depth`` best of each path, fused by RRF.
+
+        A dense path that cannot run (the embedder fails, or gives a zero vector for the text) is reported in
+        ``dense_error`` rather than raised, so that a caller can declare the degraded path.
+        """
         by_pid = {pid: ids for pid, ids in keep.items() if ids}
         if not by_pid:
-            return [], {}, {}
+            return Relevance([], {}, {})
         where = {}
-        depth = max(4 * req.k, 50)
         dense: dict[str, tuple[int, float]] = {}
         lexical: dict[str, tuple[int, float]] = {}
+        dense_error = ""
         if req.mode in ("hybrid", "dense") and req.text.strip():
-            (q,) = self.embedder.embed([req.text])
-            if float(np.linalg.norm(q)) > 0:
+            try:
+                (q,) = self.embedder.embed([req.text])
+            except GamlError as e:
+                q, dense_error = None, f"the embedder {self.embedder.id} failed: {e}"
+            if q is not None and float(np.linalg.norm(q)) == 0:
+                q, dense_error = None, f"the embedder {self.embedder.id} gives no vector for this text"
+            if q is not None:
                 hits: list[tuple[str, float]] = []
                 for pid, ids in by_pid.items():
                     found = self.store.dense_search(pid, q, depth, ids)
@@ -314,7 +353,7 @@ class Retriever:
             for id_, (rank, _) in table.items():
                 fused[id_] = fused.get(id_, 0.0) + 1.0 / (RRF_K + rank)
         ranked = sorted(((i, s, where[i]) for i, s in fused.items()), key=lambda r: (-r[1], r[0]))
-        return ranked, dense, lexical
+        return Relevance(ranked, dense, lexical, dense_error)
 
     def _govern(
         self,

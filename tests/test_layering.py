@@ -17,6 +17,7 @@ CORE = [*sorted((ROOT / "policy").glob("*.py")), *sorted((ROOT / "crdt").glob("*
     for m in (
         *("kv", "blobs", "vectors", "embed", "store", "core", "lexical", "views", "governance", "retrieve"),
         *("records", "envelope", "parsers", "extract", "privacy", "curate", "ingest", "ladder", "tiers"),
+        *("tokens", "hydrate"),
     )
 ]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")

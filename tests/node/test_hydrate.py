@@ -1,0 +1,401 @@
+"""Hydration: budgets hold exactly, receipts account for every token, degraded paths are declared, unauthorized
+memory never shows, frames are deterministic, and bad requests change nothing. Over the in-memory fakes and over
+RocksDB + hnswlib."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from node import envelope, parsers
+from node.core import Node
+from node.embed import HashEmbedder
+from node.hydrate import Hydration, HydrationRequest, Hydrator, Segment, Walk, parse_plane
+from node.ingest import IngestOptions, Ingestor
+from node.ladder import Ladder
+from node.privacy import Rules
+from node.tokens import HeuristicCounter
+from policy.access import Grant, Permission, PolicyError, Principal, UnknownPrincipal
+from policy.errors import GamlError, InvalidInput
+from policy.model import Level
+from tests.node.conftest import NOW, World, memory_world, rocks_world
+
+MIN_US = 60 * 10**6
+LATER = NOW + 24 * 3600 * 10**6  # after every session
+SECRET = "xylophonequartz"  # only in bob's memory
+
+
+def transcript(session: str, turns: Sequence[tuple[str, str]], t0: int) -> bytes:
+    lines = [
+        {"sessionId": session, "role": r, "content": t, "timestamp": (t0 + i * MIN_US) // 10**6}
+        for i, (r, t) in enumerate(turns)
+    ]
+    return "".join(json.dumps(x) + "\n" for x in lines).encode()
+
+
+ALICE_SESSIONS = {
+    "db": [
+        ("user", "Please set up the Postgres database for the billing service."),
+        ("assistant", "We decided to use Postgres 16 with streaming replication for billing."),
+        ("assistant", "The billing database listens on port 5433 because 5432 is taken by the legacy app."),
+        ("user", "My favorite color is blue."),
+        ("assistant", "All billing migrations ran, and the database is ready."),
+    ],
+    "ci": [
+        ("user", "Now fix the CI pipeline, the lint step fails."),
+        ("assistant", "ruff reported 3 errors in node/store.py, all unused imports."),
+        ("assistant", "I removed the unused imports; the lint step passes now."),
+        ("user", "My favorite color is green."),
+        ("assistant", "The CI pipeline is green again after the lint fix."),
+    ],
+    "export": [
+        ("user", "Why is the invoice export so slow for large accounts?"),
+        ("assistant", "Profiling shows the export recomputes exchange rates for every invoice line."),
+        ("assistant", "We decided to cache the rates per invoice date, which cuts the export from 98 s to 4 s."),
+        ("assistant", "The Zurich office asked for the export in CSV as well as PDF."),
+    ],
+}
+BOB_SESSION = [
+    ("user", f"Please set up the Postgres database {SECRET} for the billing service."),
+    ("assistant", f"The {SECRET} billing database uses Postgres 16 on port 5433."),
+]
+
+
+class Failing(HashEmbedder):
+    """An embedder that stores fine (vectors were made earlier) but cannot embed a query now."""
+
+    def __init__(self, inner: HashEmbedder) -> None:
+        super().__init__(inner.dim)
+        self.fail = False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail:
+            raise GamlError("the model is not installed")
+        return super().embed(texts)
+
+
+def build(w: World) -> Node:
+    node = w.open_node()
+    node.embedder = node.retriever.embedder = Failing(HashEmbedder(64))
+    node.governance.add_principal(Principal("alice"))
+    node.governance.add_principal(Principal("bob"))
+    node.governance.add_principal(Principal("agent1", kind="agent", on_behalf_of="alice"))
+    ing = Ingestor(node, Rules.load_default())
+    for n, (name, turns) in enumerate(ALICE_SESSIONS.items()):
+        sources = parsers.parse(transcript(name, turns, NOW + n * 3600 * 10**6), f"{name}.jsonl", "transcript")
+        ing.ingest(sources, IngestOptions(owner="alice", segment="work" if name == "export" else ""), NOW)
+    ing.ingest(parsers.parse(transcript("bob", BOB_SESSION, NOW), "bob.jsonl", "transcript"), IngestOptions("bob"), NOW)
+    Ladder(node, ing).curate(NOW)
+    return node
+
+
+@pytest.fixture(scope="module")
+def mem_node() -> Node:
+    return build(memory_world())
+
+
+@pytest.fixture(params=["memory", "rocks"])
+def node(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Node]:
+    w = memory_world() if request.param == "memory" else rocks_world(tmp_path)
+    n = build(w)
+    yield n
+    n.close(checkpoint=False)
+
+
+def hydrate(node: Node, goal: str, budget: int, who: str = "alice", **kw: object) -> Hydration:
+    return Hydrator(node).hydrate(HydrationRequest(goal, who, LATER, budget, **kw))  # type: ignore[arg-type]
+
+
+def body_lines(frame: str) -> list[str]:
+    lines = frame.split("\n")
+    assert envelope.parse_attributes(lines[0])["receipt"] and lines[-1] == envelope.CLOSE_TAG
+    return lines[1:-1]
+
+
+def check_accounting(h: Hydration, counter: HeuristicCounter) -> None:
+    """The receipt's tokens add up to the frame's count; every fact line is in the frame, and every line is either a
+    fact, a group header, a segment title or the closing line."""
+    r = h.receipt
+    assert r["budget"]["spent"] == counter.count(h.frame) <= r["budget"]["total"]
+    assert r["budget"]["spent"] == r["overhead"] + sum(s["spent"] for s in r["segments"])
+    for seg in r["segments"]:
+        facts = [f for f in r["facts"] if f["segment"] == seg["name"]]
+        assert seg["spent"] == seg["overhead"] + sum(f["tokens"] for f in facts) <= seg["budget"]
+    lines = body_lines(h.frame)
+    by_handle = {f["handle"]: f for f in r["facts"]}
+    assert len(by_handle) == len(r["facts"])
+    fact_lines = [ln for ln in lines if ln.split(" ", 1)[0].split("~")[0] in by_handle]
+    assert len(fact_lines) == len(r["facts"])
+    for ln in fact_lines:
+        tag = ln.split(" ", 1)[0]
+        f = by_handle[tag.split("~")[0]]
+        assert counter.count(ln + "\n") == f["tokens"]
+        assert (tag == f["handle"]) == (f["level"] == "L0")
+    others = [ln for ln in lines if ln not in fact_lines]
+    assert all(ln.startswith(("## ", "# segment ", "… ")) for ln in others), others
+    overhead = sum(counter.count(ln + "\n") for ln in others)
+    assert overhead == sum(s["overhead"] for s in r["segments"])
+
+
+def segment_lines(h: Hydration, name: str) -> list[str]:
+    lines = body_lines(h.frame)
+    start = lines.index(f"# segment {name}") + 1
+    end = next((n for n in range(start, len(lines)) if lines[n].startswith("# segment ")), len(lines))
+    return [ln for ln in lines[start:end] if not ln.startswith("… ")]
+
+
+# -- budgets and receipts ----------------------------------------------------------------------------------------------
+
+GOALS = st.sampled_from(
+    [
+        "which port does the billing database use?",
+        "why was the invoice export slow",
+        "fix the CI lint step",
+        "favorite color",
+        "Zurich CSV export",
+        "something nobody ever said",
+    ]
+)
+SEGMENTS = st.builds(
+    Segment,
+    name=st.just("*"),
+    budget=st.integers(0, 400),
+    seeds=st.integers(1, 12),
+    fact_cap=st.integers(0, 30),
+    walk=st.builds(
+        Walk,
+        neighbours=st.integers(0, 3),
+        entity_hops=st.integers(0, 2),
+        entity_fanout=st.integers(0, 5),
+        decay=st.floats(0.1, 1.0),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(goal=GOALS, total=st.integers(40, 1200), segs=st.lists(SEGMENTS, min_size=0, max_size=3), named=st.booleans())
+def test_budgets_hold_and_receipts_account_for_every_token(
+    mem_node: Node, goal: str, total: int, segs: list[Segment], named: bool
+) -> None:
+    # A plane of up to three segments: the default one, or the agent's segment (where the items are) and others.
+    names = ["work", "*", "elsewhere"] if named else ["*", "elsewhere", "more"]
+    plane = tuple(Segment(n, s.budget, s.seeds, s.fact_cap, s.walk) for n, s in zip(names, segs, strict=False))
+    counter = HeuristicCounter()
+    try:
+        h = Hydrator(mem_node, counter).hydrate(HydrationRequest(goal, "alice", LATER, total, plane))
+    except InvalidInput as e:  # the plane asks for more than the total, or twice for the remainder: refused
+        assert "budget" in str(e)
+        return
+    check_accounting(h, counter)
+
+
+def test_a_frame_holds_the_focus_verbatim_and_says_what_lies_beyond(node: Node) -> None:
+    h = hydrate(node, "which port does the billing database listen on?", 150)
+    r = h.receipt
+    assert r["path"] == "hybrid" and r["fallback"] is None and r["counter"] == HeuristicCounter().name
+    port = next(
+        i
+        for live in node.store._live.values()
+        for v in live.views
+        if v.is_item
+        for i in [v.id]
+        if "5433" in node.store.get(i).text()
+    )
+    assert any(port in f["covers"] for f in r["facts"])
+    top = r["facts"][0]
+    assert top["handle"] == "m1" and top["seeded_by"] == "relevance" and top["distance"] == 0
+    seeded = {f["seeded_by"] for f in r["facts"]}
+    assert seeded <= {"relevance", "goal_match", "entity_expansion", "arc_neighbour"}
+    assert r["beyond"]["relevant"] > 0 and r["beyond"]["where"]
+    assert "more relevant items beyond this frame" in h.frame
+    assert r["partitions"] and all("alice" in p for p in r["partitions"])
+    check_accounting(h, HeuristicCounter())
+
+
+def test_pressure_demotes_before_it_drops(mem_node: Node) -> None:
+    """With room for the fact cap only at lower levels, every unit stays in the frame, demoted; cutting starts only
+    once every unit is at its lowest level."""
+    goal = "billing database port replication"
+    roomy = hydrate(mem_node, goal, 2000, plane=(Segment("*", 0, seeds=4, fact_cap=6),))
+    assert len(roomy.receipt["facts"]) == 6 and {f["level"] for f in roomy.receipt["facts"]} & {"L0", "L1"}
+    rank = {"L0": 0, "L1": 1, "L2": 2, "L3": 3}
+    for squeeze in (5, 15, 30):
+        budget = roomy.receipt["budget"]["spent"] - squeeze
+        tight = hydrate(mem_node, goal, budget, plane=(Segment("*", 0, seeds=4, fact_cap=6),))
+        facts = tight.receipt["facts"]
+        assert len(facts) == 6, f"squeezed by {squeeze}: a unit was cut while others could still be demoted"
+        assert sum(rank[f["level"]] for f in facts) > sum(rank[f["level"]] for f in roomy.receipt["facts"])
+        check_accounting(tight, HeuristicCounter())
+
+
+def test_per_segment_budgets_hold_exactly(mem_node: Node) -> None:
+    """A segment with much relevant memory cannot take another segment's budget."""
+    plane = (Segment("work", 120), Segment("*", 60))
+    h = hydrate(mem_node, "billing database export CI", 400, plane=plane)
+    segs = {s["name"]: s for s in h.receipt["segments"]}
+    assert segs["work"]["spent"] <= 120 and segs["*"]["spent"] <= 60
+    assert segs["work"]["facts"] > 0 and segs["*"]["facts"] > 0
+    # Each segment shows only its own memory: the work segment holds the export session, * the rest.
+    work = {f["handle"] for f in h.receipt["facts"] if f["segment"] == "work"}
+    assert all("export.jsonl" in ln or ln.split(" ", 1)[0].split("~")[0] in work for ln in segment_lines(h, "work"))
+    check_accounting(h, HeuristicCounter())
+
+
+# -- degraded paths ----------------------------------------------------------------------------------------------------
+
+
+def test_recency_fallback_is_declared(node: Node) -> None:
+    node.embedder.fail = True  # type: ignore[attr-defined]
+    try:
+        lexical = hydrate(node, "billing database port", 300)
+        assert lexical.receipt["path"] == "lexical" and "not installed" in lexical.receipt["fallback"]
+        recent = hydrate(node, "qqqq zzzz", 300)  # no embeddings, and no word of it was ever said
+        r = recent.receipt
+        assert r["path"] == "recency" and "no relevance path" in r["fallback"]
+        assert r["facts"] and all(
+            f["seeded_by"] in ("recency", "arc_neighbour", "entity_expansion") for f in r["facts"]
+        )
+        assert any(f["seeded_by"] == "recency" for f in r["facts"])
+        # The newest item (the last turn of the last session) is the first seed.
+        assert "CSV" in recent.frame
+    finally:
+        node.embedder.fail = False  # type: ignore[attr-defined]
+    asked = hydrate(node, "billing database port", 300, mode="recency")
+    assert asked.receipt["path"] == "recency" and asked.receipt["fallback"] == "recency was asked for"
+
+
+# -- authorization -----------------------------------------------------------------------------------------------------
+
+
+def test_unauthorized_memory_never_enters_a_frame_or_a_receipt(node: Node) -> None:
+    bob_ids = {v.id for live in node.store._live.values() for v in live.views if v.owner_id == "bob"}
+    assert bob_ids
+    for who in ("alice", "agent1"):
+        # The goal is bob's own words: by relevance, his items would come first.
+        h = hydrate(node, f"the Postgres database {SECRET} for the billing service", 1000, who=who)
+        r = h.receipt
+        assert SECRET not in h.frame and SECRET not in json.dumps([r["facts"], r["beyond"], r["resolved"]])
+        shown = {f["id"] for f in r["facts"]} | {c for f in r["facts"] for c in f["covers"]}
+        assert shown and not shown & bob_ids
+    assert node.governance.access_log("bob", node.governance.principal("bob")) == []
+    # A grant lets alice see bob's memory up to L1: it may then show, never above the ceiling.
+    node.governance.grant(Grant("bob", "alice", Level.L1, NOW))
+    h = hydrate(node, f"the Postgres database {SECRET} for the billing service", 1000)
+    bob_facts = [f for f in h.receipt["facts"] if f["id"] in bob_ids]
+    assert bob_facts and all(f["level"] in ("L1", "L2", "L3") for f in bob_facts)
+    with pytest.raises(UnknownPrincipal):
+        hydrate(node, "billing", 300, who="mallory")
+
+
+def test_each_hydration_is_logged_for_the_owners_it_read(node: Node) -> None:
+    alice = node.governance.principal("alice")
+    before = len(node.governance.access_log("alice", alice))
+    h = hydrate(node, "why was the invoice export slow", 500)
+    log = node.governance.access_log("alice", alice)
+    assert len(log) == before + 1
+    entry = log[0]
+    assert entry["kind"] == "hydrate" and entry["receipt"] == h.receipt["receipt"]
+    assert entry["goal"] == h.receipt["goal"] and entry["budget"] == h.receipt["budget"]
+    assert {x["id"] for x in entry["read"]} == {f["id"] for f in h.receipt["facts"]}
+    assert entry["purpose"] == Permission.CONTEXT.value
+
+
+# -- determinism, envelope, resolution ---------------------------------------------------------------------------------
+
+
+def test_the_frame_is_deterministic_for_a_state_and_a_request(tmp_path: Path) -> None:
+    w = rocks_world(tmp_path)
+    node = build(w)
+    a = hydrate(node, "billing database replication", 600)
+    b = hydrate(node, "billing database replication", 600)
+    assert a.to_json() == b.to_json()
+    node.close()
+    reopened = Node(w.open_store(), node.embedder)
+    c = hydrate(reopened, "billing database replication", 600)
+    assert c.to_json() == a.to_json()
+    d = Hydrator(reopened).hydrate(HydrationRequest("billing database replication", "alice", LATER + 10**6, 600))
+    assert d.receipt["receipt"] != a.receipt["receipt"]  # another request (time): another receipt
+    reopened.close()
+
+
+def test_the_envelope_round_trips_and_is_never_ingested_again(mem_node: Node) -> None:
+    h = hydrate(mem_node, "which port does the billing database use?", 300)
+    assert envelope.strip(h.frame).text == ""
+    assert envelope.parse_attributes(h.frame)["receipt"] == h.receipt["receipt"]
+    assert envelope.parse_attributes(h.frame)["source"].startswith("gaml:")
+    said = f"Here is what I remember:\n{h.frame}\nSo the port is settled."
+    (src,) = parsers.parse(transcript("echo", [("assistant", said)], NOW), "echo.jsonl", "transcript")
+    assert "5433" not in src.records[0].text or envelope.contains(src.records[0].text)
+    ing = Ingestor(mem_node, Rules.load_default())
+    ing.ingest([src], IngestOptions(owner="alice"), NOW)
+    stored = [a for a in mem_node.store.get_many(mem_node.store.live_ids()) if a is not None]
+    echoed = [a for a in stored if a.source is not None and a.source.source_id == src.source_id]
+    assert echoed and all("5433" not in a.text() and envelope.MARK not in a.text() for a in echoed)
+
+
+def test_superseded_and_contradicted_facts_are_resolved_before_rendering(mem_node: Node) -> None:
+    h = hydrate(mem_node, "what is my favorite color", 800)
+    facts = [a for a in mem_node.store.get_many(mem_node.store.live_ids()) if a is not None and "fact" in a.tags]
+    colors = {a.payload.get("value"): a for a in facts if a.payload.get("attribute") == "favorite color"}
+    assert set(colors) == {"blue", "green"}
+    shown = {f["id"] for f in h.receipt["facts"]}
+    assert colors["blue"].id not in shown  # superseded by green
+    assert h.receipt["resolved"]["temporal"] >= 1
+
+
+# -- bad requests ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kw, error",
+    [
+        ({"budget": 0}, InvalidInput),
+        ({"budget": -5}, InvalidInput),
+        ({"budget": 10**9}, InvalidInput),
+        ({"budget": 10}, InvalidInput),  # smaller than the envelope
+        ({"goal": "   "}, InvalidInput),
+        ({"goal": "x" * 9000}, InvalidInput),
+        ({"mode": "psychic"}, InvalidInput),
+        ({"plane": (Segment("a", 300), Segment("b", 300))}, InvalidInput),  # more than the total
+        ({"plane": (Segment("a"), Segment("a"))}, InvalidInput),
+        ({"plane": (Segment("a"), Segment("b"))}, InvalidInput),  # two remainders
+        ({"purpose": "context"}, PolicyError),
+    ],
+)
+def test_bad_requests_are_refused_and_change_nothing(mem_node: Node, kw: dict[str, object], error: type) -> None:
+    alice = mem_node.governance.principal("alice")
+    before = mem_node.governance.access_log("alice", alice)
+    fields: dict[str, object] = {"goal": "billing", "principal": "alice", "now": NOW, "budget": 500, **kw}
+    with pytest.raises(error):
+        Hydrator(mem_node).hydrate(HydrationRequest(**fields))  # type: ignore[arg-type]
+    assert mem_node.governance.access_log("alice", alice) == before
+
+
+@pytest.mark.parametrize(
+    "plane",
+    [
+        {},
+        [],
+        [{"name": "*", "budget": "many"}],
+        [{"name": "*", "colour": 1}],
+        [{"name": "*", "walk": {"hops": 2}}],
+        [{"name": "*", "walk": {"decay": 0}}],
+        [{"name": "", "budget": 10}],
+        ["segment"],
+    ],
+)
+def test_malformed_planes_are_refused(plane: object) -> None:
+    with pytest.raises(InvalidInput):
+        parse_plane(plane)
+
+
+def test_a_plane_round_trips_through_json() -> None:
+    plane = (Segment("work", 300, 5, 12, Walk(2, 1, 4, 0.4)), Segment("*", 0))
+    assert parse_plane([s.to_json() for s in plane]) == plane
+    assert parse_plane({"segments": [s.to_json() for s in plane]}) == plane
