@@ -70,6 +70,7 @@ MAX_BUDGET: Final = 1_000_000
 MAX_GOAL_CHARS: Final = 8_000
 MAX_SEGMENTS: Final = 32
 FACT_TOKENS: Final = 24  # the default fact cap: one unit per this many tokens (a LoCoMo turn is about 30 at L0)
+RECORD_CACHE: Final = 50_000  # decrypted records kept between frames (dropped whenever the store changes)
 BEYOND_RESERVE: Final = 24  # tokens kept for a segment's closing line while it is fitted
 L1_CHARS: Final = 240
 L2_FACTS: Final = 4
@@ -271,6 +272,12 @@ class Hydrator:
         self.retriever = node.retriever
         self.counter = counter or HeuristicCounter()
         self.on_read = on_read  # told what the frame holds (Ladder.visit keeps the tiers' heat)
+        # Records read for earlier frames, while the store has not changed (its journal position is the same): a
+        # running node serves many frames over the same memory, and opening a record (decrypt, verify the encoding,
+        # build the asset) is most of a frame's cost. Only ids already authorized for the current caller are looked
+        # up here; the cache never decides what a caller sees.
+        self._records: dict[str, Asset] = {}
+        self._records_seq = -1
 
     def count(self, line: str) -> int:
         return self.counter.count(line + "\n")
@@ -710,7 +717,7 @@ class Hydrator:
                 elif w.asset_type is AssetType.BRIDGE_BLOCK and w.level is Level.L1:
                     summary_of[u.key] = d
             need += facts_of.get(u.key, [])[:L2_FACTS] + ([summary_of[u.key]] if u.key in summary_of else [])
-        found = dict(zip(need, self.store.get_many(need), strict=True))
+        found = self._get_many(need)
         goal_words = _content_words(goal)
         groups: dict[str, _Group] = {}
         for u in units:
@@ -727,6 +734,15 @@ class Hydrator:
             if u.group not in groups:
                 groups[u.group] = self._group(u, found)
         return groups
+
+    def _get_many(self, ids: Sequence[str]) -> dict[str, Asset | None]:
+        if self._records_seq != self.store.seq or len(self._records) > RECORD_CACHE:
+            self._records, self._records_seq = {}, self.store.seq
+        todo = [i for i in dict.fromkeys(ids) if i not in self._records]
+        for id_, asset in zip(todo, self.store.get_many(todo), strict=True):
+            if asset is not None:
+                self._records[id_] = asset
+        return {i: self._records.get(i) for i in ids}
 
     def _group(self, u: _Unit, found: Mapping[str, Asset | None]) -> _Group:
         if not u.group:

@@ -399,3 +399,20 @@ def test_a_plane_round_trips_through_json() -> None:
     plane = (Segment("work", 300, 5, 12, Walk(2, 1, 4, 0.4)), Segment("*", 0))
     assert parse_plane([s.to_json() for s in plane]) == plane
     assert parse_plane({"segments": [s.to_json() for s in plane]}) == plane
+
+
+def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> None:
+    """The hydrator keeps decrypted records between frames only while the store is unchanged: an item forgotten (or
+    edited) after one frame is gone from (or changed in) the next."""
+    hydrator = Hydrator(node)
+    goal = "Zurich office export CSV PDF"
+    first = hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 400))
+    zurich = next(
+        v.id for live in node.store._live.values() for v in live.views if v.is_item and "Zurich" in v.entities
+    )
+    assert "Zurich" in first.frame and any(zurich in f["covers"] for f in first.receipt["facts"])
+    ing = Ingestor(node, Rules.load_default())
+    Ladder(node, ing).forget(zurich, LATER, by="alice")
+    second = hydrator.hydrate(HydrationRequest(goal, "alice", LATER + 1, 400))
+    assert "Zurich" not in second.frame
+    assert not any(zurich in f["covers"] or f["id"] == zurich for f in second.receipt["facts"])
