@@ -565,8 +565,8 @@ class Asset:
         """The text that represents the asset for embedding and search.
 
         A payload with a ``text`` gives that text, after its ``speaker`` (``"Caroline: …"``: who said something is
-        part of what it means; on the LoCoMo conversations it lifts dense recall@10 of evidence turns from 0.31 to
-        0.48). Entities are extracted from that text, so they are not repeated. A structured payload gives its string
+        part of what it means: on the LoCoMo conversations, dense recall@10 of evidence turns is 0.48 with it, 0.36 with
+        the text followed by its entities and tags, as before). Entities are extracted from that text, so they are not repeated. A structured payload gives its string
         leaves and the entities. Plain tags follow; namespaced tags (``kind:message``, ``format:locomo``,
         ``gated:noise``, slot tags) are bookkeeping shared by whole classes of assets, and would pull every embedding
         toward the same words, so they are left out.
