@@ -103,7 +103,7 @@ class Node:
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
         prepared = [self.prepare(a) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
-        vectors = list(self.embedder.embed([a.text() for a in todo])) if todo else []
+        vectors = list(self.embedder.embed([a.embed_text() for a in todo])) if todo else []
         self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta)
         for owner in sorted({a.owner_id for a in assets if a.owner_id}):  # after the write: a refused batch adds none
             try:

@@ -218,6 +218,7 @@ class _Unit:
     seeded_by: str
     distance: int  # 0 focus, 1 one hop, 2 periphery
     members: tuple[str, ...] = ()  # an arc's rung ids (L1, L2, L3 where present)
+    covers: tuple[str, ...] = ()  # an arc's items that the caller may use (what it stands for in the receipt)
     handle: str = ""
     reps: list[_Rep | None] = dataclasses.field(default_factory=lambda: [None, None, None, None])
     level: int = -1  # the level shown; -1: not in the frame
@@ -283,11 +284,6 @@ class Hydrator:
         return self.counter.count(line + "\n")
 
     def hydrate(self, req: HydrationRequest) -> Hydration:
-        rid = self._receipt_id(req)
-        source = f"{SOURCE_LABEL}:{self.store.node_id[:NODE_ID_CHARS]}"
-        head = envelope.open_tag(rid, source)
-        overhead = self.count(head) + self.counter.count(envelope.CLOSE_TAG)
-        plane = self._plane(req, overhead)
         sreq = SearchRequest(
             req.goal,
             req.principal,
@@ -299,6 +295,11 @@ class Hydrator:
             mode={"semantic": "dense", "lexical": "lexical"}.get(req.mode, "hybrid"),
         )
         auth = self.retriever.authorize(sreq)
+        rid = self._receipt_id(req, auth)
+        source = f"{SOURCE_LABEL}:{self.store.node_id[:NODE_ID_CHARS]}"
+        head = envelope.open_tag(rid, source)
+        overhead = self.count(head) + self.counter.count(envelope.CLOSE_TAG)
+        plane = self._plane(req, overhead)
         contradicted = self._contradicted(auth)
         named = {s.name for s in plane if s.name != "*"}
         paths: list[tuple[str, str]] = []
@@ -367,10 +368,16 @@ class Hydrator:
 
     # -- request checks --------------------------------------------------------------------------------------------
 
-    def _receipt_id(self, req: HydrationRequest) -> str:
-        """Derived from the node, its journal position and the request: the same state and request, the same id."""
+    def _receipt_id(self, req: HydrationRequest, auth: Authorized) -> str:
+        """Derived from the node, its journal position, what the caller may use (a grant changes it without a write
+        to the journal), the embedder and the request: the same state and request, the same id."""
+        usable = hashlib.blake2b(digest_size=16)
+        for id_ in sorted(set().union(*auth.keep.values()) if auth.keep else ()):
+            usable.update(id_.encode() + b"\n")
         body = canonical_json(
             {
+                "usable": usable.hexdigest(),
+                "embedder": self.node.embedder.id,
                 "node": self.store.node_id,
                 "seq": self.store.seq,
                 "goal": req.goal,
@@ -444,12 +451,10 @@ class Hydrator:
         if req.mode != "recency":
             rel = self.retriever.relevance(sreq, keep, depth)
             path = _relevance_path(rel)
-            if rel.dense_error and req.mode == "auto" and sreq.mode == "hybrid":
-                fallback = rel.dense_error
+            if rel.dense_error or (rel.dense_empty and sreq.mode != "lexical"):
+                fallback = rel.dense_error or rel.dense_empty
             if not rel.ranked:
-                fallback = "; ".join(
-                    x for x in (fallback or rel.dense_error, "no relevance path found anything for the goal") if x
-                )
+                fallback = "; ".join(x for x in (fallback, "no relevance path found anything for the goal") if x)
                 rel, path = None, "recency"
         else:
             fallback = "recency was asked for"
@@ -471,10 +476,12 @@ class Hydrator:
         for n, u in enumerate(chosen):
             u.handle = f"m{handles_from + n + 1}"
         groups = self._represent(req.goal, chosen, keep)
-        header = f"# segment {seg.name}" if titled else ""  # a plane of one * segment needs no title
+        header = (
+            envelope.neutralize(f"# segment {seg.name}") if titled else ""
+        )  # a plane of one * segment needs no title
         fixed = self.count(header) if header else 0
-        if fixed > seg.budget:
-            chosen, fixed, header = [], 0, ""  # not even the title fits: the segment stays empty
+        if fixed > seg.budget:  # not even the title fits: the segment stays empty, and all of it lies beyond
+            left_out, chosen, fixed, header = chosen + left_out, [], 0, ""
         self._fit(chosen, groups, seg.budget - fixed - min(BEYOND_RESERVE, max(0, seg.budget - fixed)))
         dropped = [u for u in chosen if u.level < 0] + left_out
         kept = [u for u in chosen if u.level >= 0]
@@ -701,7 +708,9 @@ class Hydrator:
         summary_of: dict[str, str] = {}
         for u in units:
             if u.kind == "arc":
-                need += [*u.members, u.view.derived_from[0]]  # the first item: its source's title
+                usable = keep.get(u.pid, set())
+                u.covers = tuple(i for i in u.view.derived_from if i in usable)  # only items the caller may use
+                need += [*u.members, *u.covers[:1]]  # the first of them: its source's title
                 continue
             need.append(u.key)
             if u.kind != "item":
@@ -725,7 +734,7 @@ class Hydrator:
                 self._arc_reps(u, found)
             else:
                 self._item_reps(u, found, facts_of.get(u.key, []), summary_of.get(u.key), goal_words)
-            start = {0: 0, 1: 2, 2: 3}[u.distance]
+            start = (0, 2, 3)[min(u.distance, 2)]
             available = [lv for lv in range(4) if u.reps[lv] is not None]
             if not available:
                 continue
@@ -747,10 +756,10 @@ class Hydrator:
     def _group(self, u: _Unit, found: Mapping[str, Asset | None]) -> _Group:
         if not u.group:
             return _Group("", 0, (0, "", 0))
-        asset = found.get(u.key) if u.kind != "arc" else found.get(u.view.derived_from[0])
+        asset = found.get(u.key) if u.kind != "arc" else (found.get(u.covers[0]) if u.covers else None)
         title = str(asset.payload.get("title", "")) if asset is not None else ""
         when = datetime.fromtimestamp(u.view.created_at / 1e6, tz=UTC).strftime("%Y-%m-%d")
-        title = _one_line(title) or u.group
+        title = envelope.neutralize(_one_line(title) or u.group)
         header = f"## {when} {title}"
         return _Group(header, self.count(header), (u.view.created_at, u.group, u.view.source_start), title)
 
@@ -794,9 +803,8 @@ class Hydrator:
             if a is None:  # pragma: no cover
                 continue
             lv = LEVEL_NAMES.index(a.level.value.upper())
-            n = len(a.derived_from)
             text = display_text(a) if lv < 3 else ", ".join(a.entities[:L3_TERMS]) or "skeleton"
-            u.reps[lv] = self._line(u.handle, lv, f"({n} turns) {text}", a.id, a.derived_from)
+            u.reps[lv] = self._line(u.handle, lv, f"({len(a.derived_from)} turns) {text}", a.id, u.covers)
         _monotone(u.reps)
 
     def _line(self, handle: str, level: int, text: str, asset_id: str, covers: tuple[str, ...]) -> _Rep:
@@ -887,6 +895,7 @@ class Hydrator:
             listed = ", ".join(f"{w} ({n})" for w, n in places[:k])
             more = "" if k == len(places) else (f" and {len(places) - k} more" if k else "")
             line = f"… {len(dropped)} more relevant items beyond this frame" + (f": {listed}{more}" if k else "")
+            line = envelope.neutralize(line)
             if self.count(line) <= room:
                 return line
         return ""

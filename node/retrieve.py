@@ -153,7 +153,8 @@ class Relevance:
     ranked: list[tuple[str, float, bytes]]
     dense: dict[str, tuple[int, float]]
     lexical: dict[str, tuple[int, float]]
-    dense_error: str = ""  # why the dense path could not run, when it was asked for and did not
+    dense_error: str = ""  # the embedder failed: why (the dense path was asked for and could not run)
+    dense_empty: str = ""  # the embedder gave no vector for the text (nothing to rank by; not an error)
 
 
 class Retriever:
@@ -262,6 +263,8 @@ class Retriever:
         a = self.authorize(req, t)
         # 7. relevance
         rel = self.relevance(req, a.keep, max(4 * req.k, 50))
+        if rel.dense_error:  # a search states its mode: it fails rather than silently answer with less
+            raise GamlError(rel.dense_error)
         ranked, dense, lexical = rel.ranked, rel.dense, rel.lexical
         if t is not None:
             t.dense, t.lexical = set(dense), set(lexical)
@@ -320,14 +323,14 @@ class Retriever:
         where = {}
         dense: dict[str, tuple[int, float]] = {}
         lexical: dict[str, tuple[int, float]] = {}
-        dense_error = ""
+        dense_error = dense_empty = ""
         if req.mode in ("hybrid", "dense") and req.text.strip():
             try:
                 (q,) = self.embedder.embed([req.text])
             except GamlError as e:
                 q, dense_error = None, f"the embedder {self.embedder.id} failed: {e}"
             if q is not None and float(np.linalg.norm(q)) == 0:
-                q, dense_error = None, f"the embedder {self.embedder.id} gives no vector for this text"
+                q, dense_empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
             if q is not None:
                 hits: list[tuple[str, float]] = []
                 for pid, ids in by_pid.items():
@@ -353,7 +356,7 @@ class Retriever:
             for id_, (rank, _) in table.items():
                 fused[id_] = fused.get(id_, 0.0) + 1.0 / (RRF_K + rank)
         ranked = sorted(((i, s, where[i]) for i, s in fused.items()), key=lambda r: (-r[1], r[0]))
-        return Relevance(ranked, dense, lexical, dense_error)
+        return Relevance(ranked, dense, lexical, dense_error, dense_empty)
 
     def _govern(
         self,
