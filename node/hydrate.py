@@ -28,7 +28,7 @@ the goal); L2 its facts (``entity attribute value``), else its keywords; L3 a br
 or keywords). A level that saves no tokens over the one above it is skipped.
 
 The frame is the rendered lines inside the memory envelope (:mod:`node.envelope`), grouped by source under a header
-with the source's title and date, each line starting with its handle (``[m3]``, or ``[m3~L2]`` below L0). The
+with the source's title and date, each line starting with its handle (``m3``, or ``m3~L2`` below L0). The
 **receipt** accounts for every token: per fact its handle, ids, segment, level, why it is there (``seeded_by``),
 score and tokens; per segment its header and closing-line overhead; and the envelope's. Token counts come from a
 :class:`node.tokens.TokenCounter` whose count is additive across newlines, so the receipt's total is the frame's
