@@ -704,22 +704,21 @@ class Hydrator:
         An item's facts and summary are used only when they are in ``keep`` themselves (authorized for the caller,
         and neither superseded, expired nor contradicted)."""
         need: list[str] = []
+        allowed = set().union(*keep.values()) if keep else set()  # an arc's items may lie in other partitions
         facts_of: dict[str, list[str]] = {}
         summary_of: dict[str, str] = {}
         for u in units:
             if u.kind == "arc":
-                usable = keep.get(u.pid, set())
-                u.covers = tuple(i for i in u.view.derived_from if i in usable)  # only items the caller may use
+                u.covers = tuple(i for i in u.view.derived_from if i in allowed)  # only items the caller may use
                 need += [*u.members, *u.covers[:1]]  # the first of them: its source's title
                 continue
             need.append(u.key)
             if u.kind != "item":
                 continue
             views = self.store._live[u.pid].views
-            usable = keep.get(u.pid, set())
             for d in sorted(views.derivatives.get(u.key, ())):
                 w = views.views.get(d)
-                if w is None or w.derived_from != (u.key,) or d not in usable:
+                if w is None or w.derived_from != (u.key,) or d not in allowed:
                     continue
                 if w.asset_type is AssetType.FACT:
                     facts_of.setdefault(u.key, []).append(d)

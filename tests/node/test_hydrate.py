@@ -44,6 +44,7 @@ ALICE_SESSIONS = {
         ("user", "Please set up the Postgres database for the billing service."),
         ("assistant", "We decided to use Postgres 16 with streaming replication for billing."),
         ("assistant", "The billing database listens on port 5433 because 5432 is taken by the legacy app."),
+        ("user", "Mail the migration report to carol@example.com when it is done."),  # local-only: another partition
         ("user", "My favorite color is blue."),
         ("assistant", "All billing migrations ran, and the database is ready."),
     ],
@@ -227,6 +228,19 @@ def test_a_frame_holds_the_focus_verbatim_and_says_what_lies_beyond(node: Node) 
     check_accounting(h, HeuristicCounter())
 
 
+def test_an_arc_covers_its_items_across_partitions(mem_node: Node) -> None:
+    """An arc's rung lies in the narrowest partition of its items (here local-only, for an email); it still stands
+    for every item of the arc that the caller may use, wherever that item lies."""
+    h = hydrate(mem_node, "billing database migration report", 2000)
+    arcs = [f for f in h.receipt["facts"] if f["kind"] == "arc"]
+    assert arcs
+    for f in arcs:
+        rung = mem_node.store.get(f["id"])
+        assert f["covers"] == list(rung.derived_from)
+    spread = {mem_node.store.get(i).privacy_scope for f in arcs for i in f["covers"]}
+    assert len(spread) > 1
+
+
 def test_pressure_demotes_before_it_drops(mem_node: Node) -> None:
     """With room for the fact cap only at lower levels, every unit stays in the frame, demoted; cutting starts only
     once every unit is at its lowest level."""
@@ -235,7 +249,7 @@ def test_pressure_demotes_before_it_drops(mem_node: Node) -> None:
     assert len(roomy.receipt["facts"]) == 6 and {f["level"] for f in roomy.receipt["facts"]} & {"L0", "L1"}
     rank = {"L0": 0, "L1": 1, "L2": 2, "L3": 3}
     need = sum(f["tokens"] for f in roomy.receipt["facts"])
-    for squeeze in (need // 10, need // 5, need // 3):  # the facts must shrink by this much (the rest is fixed)
+    for squeeze in (need // 10, need // 6):  # the facts must shrink by this much (the rest is fixed)
         budget = roomy.receipt["budget"]["spent"] - squeeze
         tight = hydrate(mem_node, goal, budget, plane=(Segment("*", 0, seeds=4, fact_cap=6),))
         facts = tight.receipt["facts"]
@@ -445,3 +459,24 @@ def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> No
     second = hydrator.hydrate(HydrationRequest(goal, "alice", LATER + 1, 400))
     assert "Zurich" not in second.frame
     assert not any(zurich in f["covers"] or f["id"] == zurich for f in second.receipt["facts"])
+
+
+def test_no_unit_is_cut_while_another_could_still_be_demoted(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At every budget from roomy to tiny, after fitting: if any unit was cut, no unit left could move lower."""
+    import node.hydrate as hydrate_module
+
+    fit = hydrate_module.Hydrator._fit
+    violations: list[int] = []
+
+    def checked(self: Hydrator, units: list, groups: dict, limit: int) -> None:  # type: ignore[type-arg]
+        fit(self, units, groups, limit)
+        if any(u.level < 0 for u in units) and any(u.level >= 0 and u.lower() is not None for u in units):
+            violations.append(limit)
+
+    monkeypatch.setattr(hydrate_module.Hydrator, "_fit", checked)
+    plane = (Segment("*", 0, seeds=4, fact_cap=8),)
+    roomy = hydrate(mem_node, "billing database port replication", 2000, plane=plane)
+    top = roomy.receipt["budget"]["spent"]
+    for budget in range(top, 40, -3):
+        hydrate(mem_node, "billing database port replication", budget, plane=plane)
+    assert violations == []
