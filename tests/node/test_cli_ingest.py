@@ -625,3 +625,27 @@ def test_a_placeholder_is_no_entity(home: Path, tmp_path: Path, capsys: pytest.C
     ids = {h["id"] for h in hits} | {item_id("transcript:deploy", pos) for pos in range(5)}
     named = [id_ for id_ in sorted(ids) if "REDACTED" in ok(capsys, home, "get", id_, "--as", "alice")["entities"]]
     assert named == []
+
+
+def test_hydrate_prints_a_frame_and_its_receipt(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = REPO / "deploy" / "examples" / "session.jsonl"
+    ok(capsys, home, "ingest", str(session), "--owner", "alice")
+    monkeypatch.delenv("GAML_AS", raising=False)
+    out = ok(capsys, home, "hydrate", "--goal", "why did the login test fail?", "--budget", "300", "--json")
+    frame, receipt = out["frame"], out["receipt"]
+    assert frame.startswith("<gaml-memory receipt=") and receipt["receipt"] in frame
+    assert receipt["caller"]["principal"] == "alice" and receipt["budget"]["total"] == 300
+    assert 0 < receipt["budget"]["spent"] <= 300 and receipt["facts"] and receipt["path"] in ("hybrid", "semantic")
+    log = ok(capsys, home, "access-log", "--as", "alice", "--json")
+    assert log[0]["kind"] == "hydrate" and log[0]["receipt"] == receipt["receipt"]
+    plane = tmp_path / "plane.json"
+    plane.write_text(json.dumps([{"name": "*", "budget": 150, "seeds": 3}]))
+    out = ok(capsys, home, "hydrate", "--goal", "login test", "--budget", "300", "--plane", str(plane), "--json")
+    assert out["receipt"]["segments"][0]["budget"] == 150 and out["receipt"]["segments"][0]["spent"] <= 150
+    plane.write_text(json.dumps([{"name": "*", "budget": 500}]))  # more than the total: refused, exit 2
+    code, _, err = gaml(capsys, home, "hydrate", "--goal", "login test", "--budget", "300", "--plane", str(plane))
+    assert code == 2 and "300" in err
+    code, _, err = gaml(capsys, home, "hydrate", "--goal", "x", "--budget", "300", "--as", "mallory")
+    assert code != 0 and "mallory" in err
