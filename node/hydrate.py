@@ -136,11 +136,7 @@ class Segment:
         return cls(**fields, walk=Walk(**walk))
 
     def to_json(self) -> dict[str, Any]:
-        return {**{k: v for k, v in dataclasses.asdict(self).items() if k != "walk"}, "walk": _walk_json(self.walk)}
-
-
-def _walk_json(w: Walk) -> dict[str, Any]:
-    return dataclasses.asdict(w)
+        return dataclasses.asdict(self)  # the walk nests as its own object
 
 
 def parse_plane(data: Any) -> tuple[Segment, ...]:
@@ -418,18 +414,11 @@ class Hydrator:
                 if target not in ids or v is None:
                     continue
                 for other in by:
-                    w = self._view(other)
+                    w = self.retriever.view(other)
                     if other in every and w is not None and (w.created_at, w.id) >= (v.created_at, v.id):
                         out.add(target)
                         break
         return out
-
-    def _view(self, id_: str) -> View | None:
-        for live in self.store._live.values():
-            v = live.views.get(id_)
-            if v is not None:
-                return v
-        return None
 
     # -- one segment -----------------------------------------------------------------------------------------------
 
@@ -909,7 +898,7 @@ class Hydrator:
         reads = []
         for u in shown:
             r = _rep(u)
-            v = self._view(r.asset_id)
+            v = self.retriever.view(r.asset_id)
             owner = v.owner_id if v is not None else u.view.owner_id
             items.append(
                 (

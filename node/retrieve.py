@@ -304,12 +304,17 @@ class Retriever:
                 if v.created_at > at or v.valid_from > at or (v.valid_to and v.valid_to <= at):
                     ids.discard(id_)
 
-    def _created_at(self, id_: str) -> int:
+    def view(self, id_: str) -> View | None:
+        """The policy view of a live asset, in whichever partition holds it (None: not a live asset)."""
         for live in self.store._live.values():
             v = live.views.get(id_)
             if v is not None:
-                return v.created_at
-        return 2**63  # not a live asset: it supersedes nothing
+                return v
+        return None
+
+    def _created_at(self, id_: str) -> int:
+        v = self.view(id_)
+        return 2**63 if v is None else v.created_at  # not a live asset: it supersedes nothing
 
     def relevance(self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int) -> Relevance:
         """Stage 7 over the ids in ``keep`` (already authorized): the ``depth`` best of each path, fused by RRF.
