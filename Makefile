@@ -9,7 +9,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PROTOS := $(wildcard proto/gaml/v1/*.proto)
-GENERATED := $(PROTOS:.proto=_pb2.py) $(PROTOS:.proto=_pb2.pyi)
+# Modules with a service also get a _pb2_grpc.py (stubs and servicer base).
+SERVICES := proto/gaml/v1/memory_pb2_grpc.py
+GENERATED := $(PROTOS:.proto=_pb2.py) $(PROTOS:.proto=_pb2.pyi) $(SERVICES)
 SEED ?= 0
 N ?= 100000
 PYTEST_ARGS ?=
@@ -40,6 +42,9 @@ proto: $(GENERATED) ## regenerate the protobuf code (committed) from proto/gaml/
 
 proto/gaml/v1/%_pb2.py proto/gaml/v1/%_pb2.pyi: proto/gaml/v1/%.proto | $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $<
+
+proto/gaml/v1/%_pb2_grpc.py: proto/gaml/v1/%.proto | $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I . --grpc_python_out=. $<
 
 lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter layering contracts
 	$(BIN)/ruff format --check .

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from node.core import Node, display_text, hit_json
-from node.file_keychain import Unlock
-from node.home import EMBEDDERS, default_home, init_home, memory_layers, open_node
+from node import certs
+from node.core import Node, hit_json
+from node.file_keychain import FileKeychain, Unlock
+from node.home import EMBEDDERS, default_home, init_home, memory_layers, open_node, read_config
 from node.hydrate import MODES as HYDRATION_MODES
 from node.hydrate import HydrationRequest, Hydrator, Segment, parse_plane
 from node.ingest import IngestOptions, Ingestor
@@ -30,8 +31,18 @@ from node.ladder import Ladder
 from node.parsers import FORMATS, parse
 from node.records import Source
 from node.tokens import HeuristicCounter, TokenCounter
+from policy import crypto
 from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
-from policy.errors import Deleted, GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
+from policy.errors import (
+    Deleted,
+    GamlError,
+    InvalidAsset,
+    InvalidInput,
+    KeychainError,
+    NotFound,
+    StoreError,
+    StoreLocked,
+)
 from policy.model import AssetType, Level, PrivacyScope
 from proto.convert import asset_to_json, draft_from_json
 
@@ -96,13 +107,77 @@ def cmd_init(args: argparse.Namespace) -> None:
 @contextlib.contextmanager
 def _node(args: argparse.Namespace, *, checkpoint: bool = True) -> Iterator[Node]:
     """The node of ``--home``, closed afterwards (after a checkpoint of its indexes, unless ``checkpoint=False``)."""
-    node = open_node(args.home, _unlock())
+    try:
+        node = open_node(args.home, _unlock())
+    except StoreLocked:
+        from node.daemon import pid_alive, read_info
+
+        info = read_info(args.home)
+        if info and pid_alive(int(info.get("pid", 0))):
+            raise StoreLocked(
+                f"the daemon (pid {info['pid']}) holds the database of {args.home}; `gaml {args.command}` works on the "
+                f"store directly, so stop the daemon first (kill -TERM {info['pid']}), or use a command it serves "
+                f"({', '.join(DAEMON_COMMANDS)})"
+            ) from None
+        raise
     try:
         yield node
     except BaseException:
         node.close(checkpoint=False)  # the journal has every acknowledged write; do not mask the error
         raise
     node.close(checkpoint=checkpoint)
+
+
+# -- through the daemon ------------------------------------------------------------------------------------------------
+
+# The commands a running daemon serves (the others need the store itself, which the daemon holds).
+DAEMON_COMMANDS = (
+    "put",
+    "get",
+    "search",
+    "hydrate",
+    "ingest",
+    "forget",
+    "grant",
+    "revoke",
+    "grants",
+    "access-log",
+    "stats",
+)
+
+
+def _daemon(args: argparse.Namespace) -> Any:
+    """A client of the daemon serving ``--home`` (over its Unix socket), or ``None`` when none runs.
+
+    A daemon that left its ``run/daemon.json`` but is gone (killed) does not count; one that runs but does not answer
+    is an error that says so, rather than a silent fallback to a database it still holds."""
+    from node.client import Client
+    from node.daemon import pid_alive, read_info
+
+    info = read_info(args.home)
+    if not info or not pid_alive(int(info.get("pid", 0))):
+        return None
+    client = Client.unix(info["socket"])
+    try:
+        client.wait_ready(10)
+    except GamlError:
+        client.close()
+        raise StoreError(
+            f"the daemon (pid {info['pid']}) of {args.home} does not answer on {info['socket']}; it holds the "
+            "database, so this command cannot open it either: wait for it to finish starting, or stop it"
+        ) from None
+    return client
+
+
+def _as_daemon_caller(client: Any, given: str | None) -> str:
+    """Over the socket you are your uid's principal: ``--as`` may only name that principal."""
+    me = str(client.status()["principal"])
+    if given and given != me:
+        raise PolicyError(
+            f"a daemon serves this home, and over its socket you are {me}; acting as {given} needs {given}'s own "
+            "client certificate (gaml certs issue) over TCP with mutual TLS"
+        )
+    return me
 
 
 def cmd_put(args: argparse.Namespace) -> None:
@@ -120,6 +195,21 @@ def cmd_put(args: argparse.Namespace) -> None:
             drafts.append(fields)
         except GamlError as e:
             raise type(e)(f"{where}: {e}") from None
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            ids = []
+            objs = [obj for _, obj in _read_drafts(text, origin)]
+            for obj in objs:
+                if args.owner and "owner_id" not in obj and "ownerId" not in obj:
+                    obj["owner_id"] = args.owner
+            with _progress(len(objs), "put") as bar:
+                for i in range(0, len(objs), args.batch):
+                    ids += client.put(objs[i : i + args.batch])
+                    bar.update(len(objs[i : i + args.batch]))
+        for id_ in ids:
+            print(id_)
+        return
     with _node(args) as node:
         now = now_us()
         built = []
@@ -135,6 +225,15 @@ def cmd_put(args: argparse.Namespace) -> None:
 
 
 def cmd_get(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            _as_daemon_caller(client, args.as_)
+            out = client.get(args.id, purpose=args.purpose.value, location=args.location.value)
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    if not args.as_:
+        raise PolicyError("name who reads with --as (a registered principal)")
     with _node(args, checkpoint=False) as node:
         try:
             asset = node.read(args.id, args.as_, now_us(), purpose=args.purpose, location=args.location)
@@ -154,6 +253,35 @@ def cmd_delete(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            who = _as_daemon_caller(client, args.as_)
+            found = client.search(
+                args.text,
+                k=args.k,
+                purpose=args.purpose.value,
+                location=args.location.value,
+                mode={"hybrid": 1, "dense": 2, "lexical": 3}[args.mode],
+                as_of=args.as_of or 0,
+                types=[_wire_type(t) for t in args.type],
+                segments=args.segment,
+                tags=args.tag,
+                entities=args.entity,
+            )
+        rows = [
+            {
+                **h["explain"],
+                "type": h["asset"]["asset_type"],
+                "level": h["asset"]["level"],
+                "text": _payload_text(h["asset"]["payload"]),
+            }
+            for h in found
+        ]
+        _print_hits(rows, args, who)
+        return
+    if not args.as_:
+        raise PolicyError("name who reads with --as (a registered principal)")
     with _node(args) as node:
         hits = node.search(
             args.text,
@@ -169,15 +297,29 @@ def cmd_search(args: argparse.Namespace) -> None:
             tags=frozenset(args.tag),
             entities=frozenset(args.entity),
         )
+    _print_hits([hit_json(h) for h in hits], args, args.as_)
+
+
+def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) -> None:
     if args.json:
-        print(json.dumps([hit_json(h) for h in hits], indent=2, ensure_ascii=False))
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    if not hits:
-        print(f"(nothing that {args.as_} may {args.purpose.value} matches)")
-    for h in hits:
-        text = display_text(h.asset)
-        text = text if len(text) <= 90 else text[:89] + "…"
-        print(f"{h.score:6.4f} {h.path:<7} {h.asset.id}  {h.asset.asset_type.value:<11} {h.partition:<30} {text}")
+    if not rows:
+        print(f"(nothing that {who} may {args.purpose.value} matches)")
+    for h in rows:
+        text = h["text"] if len(h["text"]) <= 90 else h["text"][:89] + "…"
+        print(f"{h['score']:6.4f} {h['path']:<7} {h['id']}  {h['type']:<11} {h['partition']:<30} {text}")
+
+
+def _payload_text(payload: dict[str, Any]) -> str:
+    text = payload.get("text")
+    return text if isinstance(text, str) else json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+def _wire_type(t: AssetType) -> int:
+    from proto.gaml.v1 import asset_pb2
+
+    return int(asset_pb2.AssetType.Value(f"ASSET_TYPE_{t.name}"))
 
 
 def cmd_redact(args: argparse.Namespace) -> None:
@@ -208,6 +350,23 @@ def cmd_principals(args: argparse.Namespace) -> None:
 
 
 def cmd_grant(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            _as_daemon_caller(client, args.as_)
+            out = client.grant(
+                args.to,
+                args.max_level.value,
+                segments=args.segment,
+                tags=args.tag,
+                time_from=args.time_from or 0,
+                time_to=args.time_to or 0,
+                expires_at=args.expires or 0,
+            )
+        print(json.dumps(out))
+        return
+    if not args.as_:
+        raise PolicyError("name the granting owner with --as")
     with _node(args, checkpoint=False) as node:
         g = node.governance.grant(
             Grant(
@@ -226,21 +385,49 @@ def cmd_grant(args: argparse.Namespace) -> None:
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            _as_daemon_caller(client, args.as_)
+            print(json.dumps(client.revoke(args.grant)))
+        return
+    if not args.as_:
+        raise PolicyError("name the owner with --as")
     with _node(args, checkpoint=False) as node:
         g = node.governance.revoke(args.grant, node.governance.principal(args.as_), now_us())
     print(json.dumps(g.to_json()))
 
 
 def cmd_grants(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            both = client.grants()
+        seen = {g["id"]: g for g in both["made"] + both["received"]}
+        rows = [
+            g
+            for g in seen.values()
+            if (args.owner is None or g["owner"] == args.owner) and (args.to is None or g["grantee"] == args.to)
+        ]
+        print(json.dumps(rows, indent=2))
+        return
     with _node(args, checkpoint=False) as node:
         gs = node.governance.grants(owner=args.owner, grantee=args.to)
     print(json.dumps([g.to_json() for g in gs], indent=2))
 
 
 def cmd_access_log(args: argparse.Namespace) -> None:
-    with _node(args, checkpoint=False) as node:
-        p = node.governance.principal(args.as_)
-        log = node.governance.access_log(p.user, p, limit=args.limit)
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            _as_daemon_caller(client, args.as_)
+            log = client.access_log(args.limit or 100)
+    else:
+        if not args.as_:
+            raise PolicyError("name the owner with --as")
+        with _node(args, checkpoint=False) as node:
+            p = node.governance.principal(args.as_)
+            log = node.governance.access_log(p.user, p, limit=args.limit)
     if args.json:
         print(json.dumps(log, indent=2))
         return
@@ -251,6 +438,16 @@ def cmd_access_log(args: argparse.Namespace) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            st = client.status()
+        if args.json:
+            print(json.dumps(st, indent=2))
+        else:
+            for k, v in st.items():
+                print(f"{k:>16}: {v}")
+        return
     with _node(args) as node:
         s = node.store.stats()
         files = sum(p.stat().st_size for p in args.home.rglob("*") if p.is_file())
@@ -353,6 +550,12 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     that lands while a pass reads them is seen as a change by the next check (and re-reading what was already
     ingested is skipped by the watermarks)."""
     files = _ingest_paths(args.paths)
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            _as_daemon_caller(client, args.owner)
+            _ingest_via(client, files, args)
+        return
     with _node(args) as node:
         ingestor, ladder = memory_layers(args.home, node)
         seen = _snapshot(files)
@@ -374,6 +577,43 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                         seen = {f: m for f, m in seen.items() if f not in changed}
         except KeyboardInterrupt:
             print("gaml: stopped watching", file=sys.stderr)
+
+
+def _ingest_via(client: Any, files: Sequence[Path], args: argparse.Namespace) -> None:
+    """``gaml ingest`` through the daemon: each pass streams the files (all, then those that changed) to it."""
+
+    def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
+        return dict(
+            client.ingest(
+                list(todo),
+                format=args.format or "",
+                tenant=args.tenant or "",
+                segment=args.segment or "",
+                scope=args.scope.value,
+                item_budget=args.item_budget,
+                curate=not args.no_curate,
+            )
+        )
+
+    seen = _snapshot(files)
+    print(json.dumps(one_pass(files)), flush=True)
+    if not args.watch:
+        return
+    print(f"gaml: watching {len(files)} file(s) for the daemon; Ctrl-C stops", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(args.interval)
+            now_seen = _snapshot(_ingest_paths(args.paths))
+            changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
+            seen = now_seen
+            if changed:
+                try:
+                    print(json.dumps(one_pass(changed)), flush=True)
+                except (InvalidInput, OSError) as e:
+                    print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
+                    seen = {f: m for f, m in seen.items() if f not in changed}
+    except KeyboardInterrupt:
+        print("gaml: stopped watching", file=sys.stderr)
 
 
 def cmd_curate(args: argparse.Namespace) -> None:
@@ -414,6 +654,24 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
             plane = parse_plane(json.loads(Path(args.plane).read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InvalidInput(f"--plane {args.plane}: {e}") from None
+    client = _daemon(args)
+    if client is not None:
+        from node.client import plane_to_pb
+
+        with client:
+            _as_daemon_caller(client, args.as_)
+            out_json = client.hydrate(
+                args.goal,
+                args.budget,
+                purpose=args.purpose.value,
+                location=args.location.value,
+                plane=plane_to_pb(plane),
+                mode=HYDRATION_MODES.index(args.mode) + 1,
+                as_of=args.as_of or 0,
+                counter=args.counter,
+            )
+        _print_hydration(out_json, args)
+        return
     counter = _counter(args.counter)
     with _node(args, checkpoint=False) as node:
         _, ladder = memory_layers(args.home, node)
@@ -430,11 +688,15 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
             as_of=args.as_of or 0,
         )
         out = hydrator.hydrate(req)
+    _print_hydration(out.to_json(), args)
+
+
+def _print_hydration(out: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
-        print(json.dumps(out.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(out, indent=2, ensure_ascii=False))
         return
-    print(out.frame)
-    r = out.receipt
+    print(out["frame"])
+    r = out["receipt"]
     print(
         f"receipt {r['receipt']}: {len(r['facts'])} facts, {r['budget']['spent']}/{r['budget']['total']} tokens "
         f"({r['counter']}), path {r['path']}"
@@ -445,6 +707,14 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            _as_daemon_caller(client, args.as_)
+            print(json.dumps(client.forget(args.id)))
+        return
+    if not args.as_:
+        raise PolicyError("name the owner with --as")
     with _node(args) as node:
         _, ladder = memory_layers(args.home, node)
         receipt = ladder.forget(args.id, now_us(), by=args.as_)
@@ -484,6 +754,54 @@ def cmd_maintain(args: argparse.Namespace) -> None:
         curated = ladder.curate(now).to_json()
         tiers = ladder.retier(now)
     print(json.dumps({"expired": len(expired), "retired": retired, "curation": curated, "tiers": tiers}))
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from node.daemon import Options, run
+
+    opts = Options(socket_path=args.socket, listen=args.listen, local_principal=args.principal, grace_s=args.grace)
+    run(args.home, _unlock(), opts)
+
+
+def _keychain(args: argparse.Namespace) -> FileKeychain:
+    read_config(args.home)  # a clear error when --home is not a node
+    return FileKeychain.open(args.home / "keychain.json", _unlock(), crypto.SystemEntropy())
+
+
+def cmd_certs_init(args: argparse.Namespace) -> None:
+    info = certs.init_ca(args.home, _keychain(args), int(time.time()), hosts=tuple(args.host) or certs.DEFAULT_HOSTS)
+    print(json.dumps({"ca": str(certs.tls_dir(args.home) / "ca.crt"), "serial": info.serial_hex, "hosts": args.host}))
+
+
+def cmd_certs_issue(args: argparse.Namespace) -> None:
+    info = certs.issue_client(args.home, _keychain(args), args.principal, args.out, int(time.time()), days=args.days)
+    key, cert, ca = certs.client_paths(args.out, args.principal)
+    print(
+        json.dumps(
+            {
+                "principal": info.principal,
+                "serial": info.serial_hex,
+                "key": str(key),
+                "cert": str(cert),
+                "ca": str(ca),
+                "not_after": info.not_after_s,
+            }
+        )
+    )
+
+
+def cmd_certs_renew(args: argparse.Namespace) -> None:
+    hosts = tuple(args.host) or certs.DEFAULT_HOSTS
+    info = certs.renew_server(args.home, _keychain(args), int(time.time()), hosts=hosts)
+    print(json.dumps({"server": str(certs.tls_dir(args.home) / "server.crt"), "serial": info.serial_hex}))
+
+
+def cmd_certs_revoke(args: argparse.Namespace) -> None:
+    print(json.dumps(certs.revoke(args.home, int(time.time()), serial=args.serial, principal=args.principal)))
+
+
+def cmd_certs_list(args: argparse.Namespace) -> None:
+    print(json.dumps(certs.list_issued(args.home), indent=2))
 
 
 def _time(text: str) -> int:
@@ -531,7 +849,9 @@ def _seconds(text: str) -> float:
 
 
 def _reader_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--as", dest="as_", required=True, metavar="PRINCIPAL", help="who reads (a registered principal)")
+    s.add_argument(
+        "--as", dest="as_", metavar="PRINCIPAL", help="who reads (a registered principal; through a daemon: you)"
+    )
     s.add_argument(
         "--purpose",
         type=_enum(Permission),
@@ -606,7 +926,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_principals)
 
     s = sub.add_parser("grant", help="grant part of your memory to a principal or team, up to a level of detail")
-    s.add_argument("--as", dest="as_", required=True, metavar="OWNER", help="the owner granting")
+    s.add_argument("--as", dest="as_", metavar="OWNER", help="the owner granting")
     s.add_argument("--to", required=True, help="grantee: a principal or a team")
     s.add_argument("--max-level", type=_enum(Level), required=True, help="the finest detail released: l0..l3")
     s.add_argument("--segment", action="append", default=[], help="only this segment (repeatable)")
@@ -618,7 +938,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("revoke", help="revoke a grant from now on (what was read before stays in the log)")
     s.add_argument("grant")
-    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.add_argument("--as", dest="as_", metavar="OWNER")
     s.set_defaults(func=cmd_revoke)
 
     s = sub.add_parser("grants", help="list grants")
@@ -627,7 +947,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_grants)
 
     s = sub.add_parser("access-log", help="your access log: who read what of your memory, when, how")
-    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.add_argument("--as", dest="as_", metavar="OWNER")
     s.add_argument("--limit", type=_positive)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_access_log)
@@ -674,7 +994,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("forget", help="erase an item and its influence (derivatives rebuilt without it); owner only")
     s.add_argument("id")
-    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.add_argument("--as", dest="as_", metavar="OWNER")
     s.set_defaults(func=cmd_forget)
 
     s = sub.add_parser("sources", help="ingested sources with their watermarks")
@@ -683,6 +1003,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("maintain", help="apply retention (expiry, L0 retirement), finish curation, recompute tiers")
     s.set_defaults(func=cmd_maintain)
+
+    s = sub.add_parser(
+        "run", help="serve the node over gRPC (Unix socket; TCP with mutual TLS if --listen) until SIGTERM"
+    )
+    s.add_argument("--socket", type=Path, help="the Unix socket (default HOME/run/gaml.sock, mode 0600)")
+    s.add_argument("--listen", metavar="HOST:PORT", help="also serve TCP, mutual TLS only (needs `gaml certs init`)")
+    s.add_argument("--principal", help="who callers on the socket are (default: config local_principal, the only user)")
+    s.add_argument("--grace", type=_seconds, default=10.0, help="seconds in-flight calls get at shutdown (default 10)")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("certs", help="the node CA and client certificates for TCP with mutual TLS")
+    csub = s.add_subparsers(dest="certs_command", required=True, metavar="init|renew-server|issue|revoke|list")
+    a = csub.add_parser("init", help="make the node CA (key in the keychain) and the daemon's server certificate")
+    a.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="a name or address clients dial (repeatable; default 127.0.0.1, ::1, localhost)",
+    )
+    a.set_defaults(func=cmd_certs_init)
+    a = csub.add_parser("renew-server", help="a new key and certificate for the daemon (restart it to use them)")
+    a.add_argument("--host", action="append", default=[], help="a name or address clients dial (repeatable)")
+    a.set_defaults(func=cmd_certs_renew)
+    a = csub.add_parser("issue", help="issue a client certificate naming a principal (its key goes to --out only)")
+    a.add_argument("principal")
+    a.add_argument("--out", type=Path, required=True, help="directory for PRINCIPAL.key (0600), PRINCIPAL.crt, ca.crt")
+    a.add_argument("--days", type=_positive, default=365)
+    a.set_defaults(func=cmd_certs_issue)
+    a = csub.add_parser("revoke", help="refuse a client certificate (by serial) or every certificate of a principal")
+    g = a.add_mutually_exclusive_group(required=True)
+    g.add_argument("--serial")
+    g.add_argument("--principal")
+    a.set_defaults(func=cmd_certs_revoke)
+    a = csub.add_parser("list", help="the client certificates issued (no keys)")
+    a.set_defaults(func=cmd_certs_list)
 
     s = sub.add_parser("stats", help="counts, partitions and index state")
     s.add_argument("--json", action="store_true")

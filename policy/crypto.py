@@ -5,6 +5,9 @@
   (asset id, partition, key epoch), so a sealed blob moved under another id or partition fails to open.
 - Key derivation: HKDF-SHA256 (cryptography) under named, versioned tags; keyed BLAKE2b for blind identifiers.
 - Passphrases: Argon2id (libsodium via PyNaCl).
+- Certificates for the daemon's mutual TLS: ECDSA P-256 keys and X.509 certificates (cryptography), signed
+  deterministically (RFC 6979); the node CA issues server and client certificates, and a client's principal id rides
+  in a ``gaml:principal:<id>`` SAN URI.
 
 Nonces and keys come from an :class:`Entropy` passed in by the caller, so that the core stays deterministic in the
 simulator; :class:`SystemEntropy` (``os.urandom``) is the production source.
@@ -12,20 +15,28 @@ simulator; :class:`SystemEntropy` (``os.urandom``) is the production source.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import hashlib
+import ipaddress
 import os
 import random
+from collections.abc import Sequence
 from typing import Final, Protocol
 
 import nacl.bindings as _sodium
 import nacl.exceptions
 import nacl.pwhash
 import nacl.signing
-from cryptography.hazmat.primitives import hashes
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from policy.errors import BadSignature, DecryptionFailed, GamlError
+from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
 
 SEAL_FORMAT: Final = b"\x01"  # format byte of a sealed blob: 0x01 = XChaCha20-Poly1305, 24-byte nonce
 NONCE_BYTES: Final = 24
@@ -177,3 +188,289 @@ class IdCipher:
 
     def __repr__(self) -> str:
         return "IdCipher(…)"
+
+
+# -- certificates (mutual TLS of the daemon) ------------------------------------------------------------------------
+
+PRINCIPAL_URI_PREFIX: Final = "gaml:principal:"  # SAN URI of a client certificate: gaml:principal:<principal id>
+CA_CN_PREFIX: Final = "GAML node CA "
+CERT_SKEW_S: Final = 300  # certificates start this long before "now", for clocks that lag the issuer's
+SERIAL_BYTES: Final = 16  # 16 random bytes, top bit cleared (127 bits): a positive DER integer of at most 16 bytes
+DAY_S: Final = 86_400
+_CN_CHARS_MAX: Final = 64  # X.520 ub-common-name
+_P256_ORDER: Final = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+
+
+@dataclasses.dataclass(frozen=True)
+class CertInfo:
+    """What a certificate says, as plain values (never key material).
+
+    ``principal`` is the id in the ``gaml:principal:`` SAN URI, or the subject CN when there is none (server and CA
+    certificates). ``serial_hex`` is the serial number in lowercase hex without leading zeros.
+    """
+
+    principal: str
+    serial_hex: str
+    not_before_s: int
+    not_after_s: int
+    issuer_cn: str
+    is_ca: bool
+
+
+def check_principal_id(principal: object) -> str:
+    """Return ``principal`` if it can name a certificate's holder; raise :class:`InvalidInput` otherwise.
+
+    As in ``policy.access.Principal``: a non-empty word without whitespace. X.509 adds: printable ASCII (the id rides in
+    a URI) and at most 64 characters (the length limit of a common name).
+    """
+    if not isinstance(principal, str) or not principal or any(c.isspace() for c in principal):
+        raise InvalidInput(f"a principal id is a non-empty word without whitespace, got {principal!r}")
+    if not principal.isascii() or not principal.isprintable():
+        raise InvalidInput(f"a principal id in a certificate is printable ASCII, got {principal!r}")
+    if len(principal) > _CN_CHARS_MAX:
+        raise InvalidInput(f"a principal id in a certificate is at most {_CN_CHARS_MAX} characters, got {principal!r}")
+    return principal
+
+
+def _check_period(now_s: int, days: int) -> None:
+    if not isinstance(now_s, int) or isinstance(now_s, bool) or now_s < CERT_SKEW_S:
+        raise InvalidInput(f"now_s is a Unix time in whole seconds, got {now_s!r}")
+    if not isinstance(days, int) or isinstance(days, bool) or days < 1:
+        raise InvalidInput(f"a certificate is valid for a whole number of days, at least 1, got {days!r}")
+
+
+def _utc(s: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(s, tz=datetime.UTC)
+
+
+def _new_key(entropy: Entropy) -> ec.EllipticCurvePrivateKey:
+    # 320 random bits reduced modulo the group order: a scalar whose bias is below 2**-64.
+    scalar = int.from_bytes(entropy.random_bytes(40), "big") % (_P256_ORDER - 1) + 1
+    return ec.derive_private_key(scalar, ec.SECP256R1())
+
+
+def _new_serial(entropy: Entropy) -> int:
+    serial = int.from_bytes(entropy.random_bytes(SERIAL_BYTES), "big") >> 1
+    return serial or 1  # a serial is positive (RFC 5280 §4.1.2.2)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _load_key(key_pem: bytes, what: str) -> ec.EllipticCurvePrivateKey:
+    """The P-256 private key in ``key_pem``. Errors name ``what``, never the bytes."""
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise InvalidInput(f"{what} is not an unencrypted PEM private key") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or not isinstance(key.curve, ec.SECP256R1):
+        raise InvalidInput(f"{what} is not an ECDSA P-256 key")
+    return key
+
+
+def _load_cert(cert_pem: bytes, what: str = "the certificate") -> x509.Certificate:
+    if not isinstance(cert_pem, bytes | bytearray | memoryview):
+        raise InvalidInput(f"{what} must be PEM bytes, got {type(cert_pem).__name__}")
+    try:
+        return x509.load_pem_x509_certificate(bytes(cert_pem))
+    except ValueError:
+        raise InvalidInput(f"{what} is not a PEM X.509 certificate") from None
+
+
+def _cn(name: x509.Name) -> str:
+    attrs = name.get_attributes_for_oid(NameOID.COMMON_NAME)
+    value = attrs[0].value if attrs else ""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+def _extension(cert: x509.Certificate, cls: type[x509.ExtensionType]) -> x509.ExtensionType | None:
+    try:
+        return cert.extensions.get_extension_for_class(cls).value
+    except x509.ExtensionNotFound:
+        return None
+
+
+def _sign(builder: x509.CertificateBuilder, key: ec.EllipticCurvePrivateKey) -> bytes:
+    cert = builder.sign(key, hashes.SHA256(), ecdsa_deterministic=True)
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def make_ca(
+    name: str, now_s: int, days: int = 3650, *, entropy: Entropy | None = None, key_pem: bytes | None = None
+) -> tuple[bytes, bytes]:
+    """A self-signed node CA: ``(key_pem, cert_pem)``, the key as unencrypted PKCS#8 PEM.
+
+    The subject is ``CN=GAML node CA <name>``. It may sign end-entity certificates only (path length 0), from
+    ``now_s - CERT_SKEW_S`` to ``now_s + days`` days. ``key_pem`` re-certifies an existing CA key instead of making a
+    new one (a node whose ``init`` stopped after storing the key). Keys and serials come from ``entropy``
+    (:class:`SystemEntropy` by default); the signature is deterministic, so the same entropy gives the same bytes.
+    """
+    _check_period(now_s, days)
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise InvalidInput(f"a CA name is a non-empty printable string, got {name!r}")
+    if len(CA_CN_PREFIX + name) > _CN_CHARS_MAX:
+        raise InvalidInput(f"a CA name is at most {_CN_CHARS_MAX - len(CA_CN_PREFIX)} characters, got {name!r}")
+    entropy = entropy or SystemEntropy()
+    key = _new_key(entropy) if key_pem is None else _load_key(key_pem, "the CA key")
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_CN_PREFIX + name)])
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(_new_serial(entropy))
+        .not_valid_before(_utc(now_s - CERT_SKEW_S))
+        .not_valid_after(_utc(now_s + days * DAY_S))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    )
+    return (key_pem if key_pem is not None else _key_pem(key)), _sign(builder, key)
+
+
+def _host_names(hosts: Sequence[str]) -> list[x509.GeneralName]:
+    if isinstance(hosts, str):
+        raise InvalidInput(f"hosts is a list of host names and addresses, got the string {hosts!r}")
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        if not isinstance(host, str) or not host or any(c.isspace() for c in host) or not host.isascii():
+            raise InvalidInput(f"a host is an IP address or an ASCII DNS name, got {host!r}")
+        try:
+            general: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(host))
+        except ValueError:
+            general = x509.DNSName(host.lower().rstrip("."))
+        if general not in names:
+            names.append(general)
+    if not names:
+        raise InvalidInput("a server certificate names at least one host (an IP address or a DNS name)")
+    return names
+
+
+def issue_cert(
+    ca_key_pem: bytes,
+    ca_cert_pem: bytes,
+    principal: str,
+    now_s: int,
+    *,
+    server: bool = False,
+    hosts: Sequence[str] = (),
+    days: int = 365,
+    entropy: Entropy | None = None,
+) -> tuple[bytes, bytes, str]:
+    """A new key and a certificate for it, signed by the CA: ``(key_pem, cert_pem, serial_hex)``.
+
+    A client certificate (the default) has ``CN=<principal>``, the SAN URI ``gaml:principal:<principal>`` and the
+    ``clientAuth`` usage. A server certificate (``server=True``) has ``CN=<principal>``, the IP addresses and DNS names
+    of ``hosts`` as SANs, and the ``serverAuth`` usage. Either is valid from ``now_s - CERT_SKEW_S`` to ``now_s + days``
+    days, but never past the CA's own end. :class:`InvalidInput` if the CA key does not match the CA certificate, or
+    the CA has expired.
+    """
+    _check_period(now_s, days)
+    check_principal_id(principal)
+    ca_key = _load_key(ca_key_pem, "the CA key")
+    ca = _load_cert(ca_cert_pem, "the CA certificate")
+    if ca.public_key() != ca_key.public_key():
+        raise InvalidInput("the CA key does not belong to the CA certificate")
+    ca_end_s = int(ca.not_valid_after_utc.timestamp())
+    if now_s >= ca_end_s:
+        raise InvalidInput(f"the CA {_cn(ca.subject)!r} expired at Unix time {ca_end_s}; make a new CA")
+    ca_ski = _extension(ca, x509.SubjectKeyIdentifier)
+    aki = (
+        x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski)
+        if isinstance(ca_ski, x509.SubjectKeyIdentifier)
+        else x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
+    )
+    if server:
+        san: list[x509.GeneralName] = _host_names(hosts)
+        usage = ExtendedKeyUsageOID.SERVER_AUTH
+    else:
+        if hosts:
+            raise InvalidInput("a client certificate names no hosts; give hosts for a server certificate only")
+        san = [x509.UniformResourceIdentifier(PRINCIPAL_URI_PREFIX + principal)]
+        usage = ExtendedKeyUsageOID.CLIENT_AUTH
+    entropy = entropy or SystemEntropy()
+    key = _new_key(entropy)
+    serial = _new_serial(entropy)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, principal)]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(serial)
+        .not_valid_before(_utc(now_s - CERT_SKEW_S))
+        .not_valid_after(_utc(min(now_s + days * DAY_S, ca_end_s)))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(san), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(aki, critical=False)
+    )
+    return _key_pem(key), _sign(builder, ca_key), f"{serial:x}"
+
+
+def cert_info(cert_pem: bytes) -> CertInfo:
+    """Read a PEM certificate (the first one, if there are several). :class:`InvalidInput` if it is not one."""
+    cert = _load_cert(cert_pem)
+    principal = ""
+    san = _extension(cert, x509.SubjectAlternativeName)
+    if isinstance(san, x509.SubjectAlternativeName):
+        for uri in san.get_values_for_type(x509.UniformResourceIdentifier):
+            if uri.startswith(PRINCIPAL_URI_PREFIX):
+                principal = uri[len(PRINCIPAL_URI_PREFIX) :]
+                break
+    basic = _extension(cert, x509.BasicConstraints)
+    return CertInfo(
+        principal=principal or _cn(cert.subject),
+        serial_hex=f"{cert.serial_number:x}",
+        not_before_s=int(cert.not_valid_before_utc.timestamp()),
+        not_after_s=int(cert.not_valid_after_utc.timestamp()),
+        issuer_cn=_cn(cert.issuer),
+        is_ca=isinstance(basic, x509.BasicConstraints) and basic.ca,
+    )
+
+
+def verify_issued(ca_cert_pem: bytes, cert_pem: bytes) -> None:
+    """Raise :class:`BadSignature` unless the CA signed ``cert_pem`` (issuer name and signature; not the dates)."""
+    ca = _load_cert(ca_cert_pem, "the CA certificate")
+    cert = _load_cert(cert_pem)
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature) as e:
+        raise BadSignature(f"the certificate was not issued by the CA {_cn(ca.subject)!r}") from e
+
+
+def check_key_pair(key_pem: bytes, cert_pem: bytes) -> None:
+    """Raise :class:`InvalidInput` unless ``key_pem`` is the P-256 private key of ``cert_pem``'s public key."""
+    key = _load_key(key_pem, "the private key")
+    if _load_cert(cert_pem).public_key() != key.public_key():
+        raise InvalidInput("the private key does not belong to the certificate")

@@ -36,7 +36,7 @@ from policy.model import (
 )
 from proto.gaml.v1 import asset_pb2
 
-__all__ = ["asset_from_pb", "asset_to_json", "asset_to_pb", "draft_from_json"]
+__all__ = ["asset_from_pb", "asset_to_json", "asset_to_pb", "draft_from_json", "draft_pb_from_json"]
 
 _ASSET_DESCRIPTOR: Final = asset_pb2.Asset.DESCRIPTOR
 # Domain sub-objects and the proto messages they travel as.
@@ -183,20 +183,8 @@ def _json_enum(field: str, value: Any) -> Any:
     raise UnknownEnumValue(f"{field}: unknown value {value!r}; expected one of: {_short_names(field)}")
 
 
-def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for :class:`policy.model.Asset` from an asset in the protobuf JSON mapping.
-
-    Field names may be the original (``privacy_scope``) or lowerCamelCase (``privacyScope``) ones. Enum values may be
-    proto names (``PRIVACY_SCOPE_USER_PRIVATE``) or the domain's short names (``user_private``), case-insensitively.
-    Only the fields the JSON gives appear in the result (a ``null`` counts as absent, and so does an UNSPECIFIED enum
-    other than ``asset_type``), so the caller fills the rest (``id``, ``signature``, ``source_node``, ``created_at``,
-    ``version`` ...). Values are domain values: enum members, a plain payload dict (whole numbers as ints), ints for
-    timestamps, tuples for lists, ``SourcePointer``/``Retention``/``Heat`` objects, bytes for the signature.
-
-    Raises :class:`UnknownEnumValue` for an enum value the schema does not define (the message names the field and
-    the accepted names), and :class:`InvalidAsset` for anything else malformed: not an object, an unknown field, a
-    field given twice, or a value of the wrong type (with json_format's message).
-    """
+def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, Any]]:
+    """The wire message of a JSON draft, and the JSON as ParseDict read it (enum names normalized)."""
     if not isinstance(obj, Mapping):
         raise InvalidAsset(f"an asset must be a JSON object, got {type(obj).__name__}")
     prepared: dict[str, Any] = {}
@@ -221,6 +209,31 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
     except (json_format.ParseError, TypeError, ValueError) as e:
         raise InvalidAsset(str(e)) from e
 
+    return msg, prepared
+
+
+def draft_pb_from_json(obj: Mapping[str, Any]) -> asset_pb2.Asset:
+    """The ``gaml.v1.Asset`` message of a JSON draft (what a client sends to ``Put``), validated as
+    :func:`draft_from_json` validates it."""
+    draft_from_json(obj)
+    return _draft_message(obj)[0]
+
+
+def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for :class:`policy.model.Asset` from an asset in the protobuf JSON mapping.
+
+    Field names may be the original (``privacy_scope``) or lowerCamelCase (``privacyScope``) ones. Enum values may be
+    proto names (``PRIVACY_SCOPE_USER_PRIVATE``) or the domain's short names (``user_private``), case-insensitively.
+    Only the fields the JSON gives appear in the result (a ``null`` counts as absent, and so does an UNSPECIFIED enum
+    other than ``asset_type``), so the caller fills the rest (``id``, ``signature``, ``source_node``, ``created_at``,
+    ``version`` ...). Values are domain values: enum members, a plain payload dict (whole numbers as ints), ints for
+    timestamps, tuples for lists, ``SourcePointer``/``Retention``/``Heat`` objects, bytes for the signature.
+
+    Raises :class:`UnknownEnumValue` for an enum value the schema does not define (the message names the field and
+    the accepted names), and :class:`InvalidAsset` for anything else malformed: not an object, an unknown field, a
+    field given twice, or a value of the wrong type (with json_format's message).
+    """
+    msg, prepared = _draft_message(obj)
     draft: dict[str, Any] = {}
     for name in (_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY):
         if name in ENUM_FIELDS:

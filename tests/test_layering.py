@@ -17,7 +17,7 @@ CORE = [*sorted((ROOT / "policy").glob("*.py")), *sorted((ROOT / "crdt").glob("*
     for m in (
         *("kv", "blobs", "vectors", "embed", "store", "core", "lexical", "views", "governance", "retrieve"),
         *("records", "envelope", "parsers", "extract", "privacy", "curate", "ingest", "ladder", "tiers"),
-        *("tokens", "hydrate"),
+        *("tokens", "hydrate", "service"),
     )
 ]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -55,6 +55,8 @@ def test_contracts_hold() -> None:
         ("node/vectors.py", "import trio", "the pure core does no I/O"),
         ("node/store.py", "import nacl.secret", "only policy.crypto imports the crypto libraries"),
         ("node/core.py", "from node import rocks_kv", "the pure core does no I/O"),
+        ("node/service.py", "import grpc", "the pure core does no I/O"),
+        ("node/hydrate.py", "from node import daemon", "the pure core does no I/O"),
     ],
 )
 def test_a_forbidden_import_fails_lint(tmp_path: Path, module: str, line: str, contract: str) -> None:
