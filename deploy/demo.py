@@ -1,9 +1,17 @@
-"""`make demo`: a GAML node in a temporary home, driven through its real command line.
+"""`make demo`: a GAML node in a temporary home, served by its daemon, driven through its real command line and
+its gRPC API.
 
-It initialises a node (MiniLM embeddings, RocksDB, per-partition HNSW, a passphrase-sealed keychain), stores the
-example assets (``deploy/examples/assets.jsonl``: three dozen facts, goals, plans and policies across private, device,
-tenant and public scopes), runs searches as different principals, shows that each sees only what it may, reads a
-private asset back decrypted, and proves the payloads are not on disk in the clear.
+1. Set up (the store directly, before the daemon runs): ``gaml init`` (MiniLM embeddings, RocksDB, per-partition HNSW,
+   a passphrase-sealed keychain), the example assets (``deploy/examples/assets.jsonl``: three dozen facts, goals,
+   plans and policies of several owners across private, device, tenant and public scopes), principals, a grant, and
+   ``gaml certs`` (a node CA, client certificates for bob and carol).
+2. ``gaml run``: the daemon serves the node on its Unix socket (the caller is alice, by the kernel's peer
+   credentials) and on 127.0.0.1 with mutual TLS (bob and carol, by their certificates).
+3. Through the daemon: ingest a coding agent's session log (``deploy/examples/session.jsonl``, written for this demo),
+   hydrate a context frame for a goal and print it with its receipt, search as alice over the socket and as bob and
+   carol over mTLS (each sees only what they may), refuse a client without a certificate, show alice's access log,
+   forget an item.
+4. SIGTERM: the daemon drains and stops cleanly; then every file of the home is scanned for private text.
 
 Run it with ``make demo`` (or ``python -m deploy.demo [--keep] [--embedder hash]``).
 """
@@ -14,23 +22,19 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO, Any
+
+from node.client import Client
 
 EXAMPLES = Path(__file__).with_name("examples") / "assets.jsonl"
 SESSION = Path(__file__).with_name("examples") / "session.jsonl"
 SESSION_SECRETS = [b"sk_test_51HxQeR2eZvKYlo2C8Nf3kLmNoPq", b"s3cr3t-pw", b"Priya Raman", b"priya.raman@example.com"]
-SEARCHES = [
-    ("alice", "what does Alice like to drink?"),
-    ("bob", "what does Alice like to drink?"),
-    ("bob", "food allergies"),
-    ("alice", "when does the next release ship and what must happen first?"),
-    ("bob", "when does the next release ship and what must happen first?"),
-    ("carol", "what is Alice training for?"),
-]
 
 
 def gaml(home: Path, *args: str, stdin: str | None = None) -> str:
@@ -49,7 +53,6 @@ def ingest_act(home: Path) -> None:
     print(json.dumps({k: report[k] for k in keep}, indent=2))
     again = json.loads(gaml(home, "ingest", str(SESSION), "--owner", "alice"))
     print(f"ingest the same log again: {again['items']} new items, {again['skipped']} records behind the watermark")
-    print(gaml(home, "sources").rstrip())
 
     banner("gaml search 'why did the login test fail' --as alice  (items carry their goal and source pointer)")
     hits = json.loads(gaml(home, "search", "why did the login test fail", "--as", "alice", "--k", "3", "--json"))
@@ -91,7 +94,7 @@ def ingest_act(home: Path) -> None:
             f"  {f['handle']:<4} {f['level']} {f['kind']:<4} seeded_by={f['seeded_by']:<16} score={f['score']:.4f} "
             f"tokens={f['tokens']:<3} covers {len(f['covers'])} item(s)"
         )
-    log = json.loads(gaml(home, "access-log", "--as", "alice", "--limit", "1", "--json"))
+    log = json.loads(gaml(home, "access-log", "--limit", "1", "--json"))
     print(f"alice's access log: {log[0]['kind']} {log[0]['receipt']}, {len(log[0]['read'])} items read")
 
     banner("gaml forget <the item with Priya's email> --as alice  (the item, its facts and its influence go)")
@@ -112,24 +115,86 @@ def banner(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
 
 
+def start_daemon(home: Path) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
+    """``gaml run`` in a child process; returns once its log says it serves (its JSON log lines are kept)."""
+    cmd = [sys.executable, "-m", "node.cli", "--home", str(home), "run", "--principal", "alice"]
+    proc = subprocess.Popen([*cmd, "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    log: list[dict[str, Any]] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        entry = _log_line(line, log)
+        if entry and entry.get("event") == "serving":
+            return proc, log
+    sys.exit(f"demo: the daemon exited ({proc.wait()}) before serving: {log[-3:]}")
+
+
+def _log_line(line: str, log: list[dict[str, Any]]) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    log.append(entry)
+    return entry if isinstance(entry, dict) else None
+
+
+def stop_daemon(proc: subprocess.Popen[str], log: list[dict[str, Any]]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stderr is not None
+    rest: IO[str] = proc.stderr
+    for line in rest:
+        _log_line(line, log)
+    code = proc.wait(120)
+    for e in log:
+        if e.get("event") in ("stopping", "stopped"):
+            print(json.dumps(e))
+    if code != 0:
+        sys.exit(f"demo: the daemon exited with {code}")
+
+
+def mtls_act(home: Path, certs_dir: Path, address: str) -> None:
+    """bob and carol over TCP with mutual TLS: each is the principal of their certificate, and sees what they may."""
+    question = "what is Alice training for?"
+    for who in ("bob", "carol"):
+        key, cert, ca = (certs_dir / f"{who}.key", certs_dir / f"{who}.crt", certs_dir / "ca.crt")
+        with Client.mtls(address, key.read_bytes(), cert.read_bytes(), ca.read_bytes()) as c:
+            st = c.status()
+            hits = c.search(question, k=3)
+        print(f"{who} over {st['transport']} (certificate {cert.name}): {len(hits)} result(s) for {question!r}")
+        for h in hits:
+            text = h["asset"]["payload"].get("text", "")
+            print(f"  {h['score']:.4f} {h['asset']['privacy_scope']:<14} owner={h['asset']['owner_id']:<6} {text[:70]}")
+    ca_pem = (certs_dir / "ca.crt").read_bytes()
+    banner(f"a client without a certificate dials {address}")
+    import grpc
+
+    channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=ca_pem))
+    try:
+        Client(channel, timeout_s=10).status()
+        sys.exit("demo: a client without a certificate was served")
+    except Exception as e:
+        print(f"refused: {type(e).__name__}: {str(e)[:120]}")
+    finally:
+        channel.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", action="store_true", help="keep the temporary home and print its path")
     ap.add_argument("--embedder", default="minilm", choices=["minilm", "hash"])
     args = ap.parse_args()
     os.environ["GAML_PASSPHRASE"] = "demo passphrase (a real node asks for one, or reads it from a secret store)"
-    tmp = Path(tempfile.mkdtemp(prefix="gaml-demo-"))
+    tmp = Path(tempfile.mkdtemp(prefix="gaml-demo-", dir="/tmp"))  # short: Unix-socket paths are limited to 107 bytes
     home = tmp / "home"
+    certs_dir = tmp / "certs"
     t0 = time.perf_counter()
+    daemon: tuple[subprocess.Popen[str], list[dict[str, Any]]] | None = None
     try:
         banner(f"gaml init  (home {home})")
         print(gaml(home, "init", "--embedder", args.embedder).strip())
 
-        banner(f"gaml put  ({EXAMPLES.name}: 36 assets across 7 scopes)")
+        banner(f"gaml put  ({EXAMPLES.name}: 36 assets of several owners across 7 scopes, loaded before serving)")
         ids = gaml(home, "put", str(EXAMPLES)).split()
         print(f"stored {len(ids)} assets; first ids: {', '.join(ids[:3])} …")
-        again = gaml(home, "put", str(EXAMPLES)).split()
-        print(f"put the same file again: {len(again)} ids, identical: {again == ids} (content-derived ids: an upsert)")
 
         banner("gaml principal add …  (alice in tenant acme, bob in globex, carol on her own)")
         for argv in (["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]):
@@ -140,32 +205,34 @@ def main() -> None:
         )
         print(f"grant {grant['id']}: alice's 'personal' segment to carol, up to {grant['max_level']}")
 
-        for who, text in SEARCHES:
-            banner(f"gaml search {text!r} --as {who}")
-            print(gaml(home, "search", text, "--as", who, "--k", "3").rstrip())
+        banner("gaml certs init; gaml certs issue bob|carol  (a node CA; client certificates name a principal)")
+        print(gaml(home, "certs", "init").strip())
+        for who in ("bob", "carol"):
+            issued = json.loads(gaml(home, "certs", "issue", who, "--out", str(certs_dir)))
+            print(f"{who}: serial {issued['serial'][:16]}…, key {Path(issued['key']).name} (0600, only in {certs_dir})")
 
-        banner("gaml search … --json  (why a result is there)")
-        top = json.loads(gaml(home, "search", "green tea", "--as", "alice", "--k", "1", "--json"))[0]
-        print(
-            json.dumps(
-                {k: top[k] for k in ("id", "score", "path", "dense", "lexical", "via", "partition", "stages")}, indent=2
-            )
-        )
+        banner("gaml run --principal alice --listen 127.0.0.1:0  (the daemon; its log is JSON lines)")
+        daemon = start_daemon(home)
+        serving = next(e for e in daemon[1] if e.get("event") == "serving")
+        print(json.dumps(serving))
 
-        banner(f"gaml revoke {grant['id']} --as alice; carol searches again")
-        gaml(home, "revoke", grant["id"], "--as", "alice")
-        print(gaml(home, "search", "what is Alice training for?", "--as", "carol", "--k", "3").rstrip())
-
-        banner("gaml access-log --as alice  (who read alice's memory)")
-        print(gaml(home, "access-log", "--as", "alice", "--limit", "8").rstrip())
-
-        banner("gaml get <Alice's first asset>  (decrypted for its owner's node)")
-        asset = json.loads(gaml(home, "get", ids[0], "--as", "alice"))
-        keep = ("id", "asset_type", "payload", "owner_id", "privacy_scope", "entities", "encryption_key_ref", "version")
-        print(json.dumps({k: asset[k] for k in keep}, indent=2))
-        print(f"signature: {asset['signature'][:24]}… by node {asset['source_node'][:16]}…")
+        banner("gaml stats  (the CLI finds the daemon and talks to it over the socket: you are alice)")
+        print(gaml(home, "stats").rstrip())
 
         ingest_act(home)
+
+        banner("gaml search 'what is Alice training for?'  (alice, over the Unix socket)")
+        print(gaml(home, "search", "what is Alice training for?", "--k", "3").rstrip())
+        banner(f"bob and carol over TCP with mutual TLS ({serving['listen']})")
+        mtls_act(home, certs_dir, serving["listen"])
+
+        banner("gaml access-log  (alice's: who read her memory, for what, how)")
+        print(gaml(home, "access-log", "--limit", "8").rstrip())
+
+        banner("SIGTERM: the daemon stops accepting, drains in-flight calls, snapshots its indexes, and exits")
+        stop_daemon(*daemon)
+        daemon = None
+        print(f"socket left behind: {(home / 'run' / 'gaml.sock').exists()}")
 
         banner("encryption at rest: scan every file under the home for private strings")
         needles = [b"green tea in the morning", b"allergic to peanuts", b"security review", b"Maya", *SESSION_SECRETS]
@@ -177,10 +244,13 @@ def main() -> None:
         if found:
             sys.exit("demo: private text found on disk")
 
-        banner("gaml stats")
+        banner("gaml stats  (the daemon has stopped: the CLI opens the store itself)")
         print(gaml(home, "stats").rstrip())
         print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
     finally:
+        if daemon is not None and daemon[0].poll() is None:
+            daemon[0].kill()
+            daemon[0].wait()
         if args.keep:
             print(f"home kept at {home}")
         else:

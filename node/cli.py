@@ -432,7 +432,9 @@ def cmd_access_log(args: argparse.Namespace) -> None:
         print(json.dumps(log, indent=2))
         return
     for r in log:
-        items = ", ".join(f"{i['id'][:12]}…@{i['level']}" for i in r["read"])
+        items = ", ".join(f"{i['id'][:12]}…@{i['level']}" for i in r["read"][:6])
+        if len(r["read"]) > 6:
+            items += f" and {len(r['read']) - 6} more"
         when = dt.datetime.fromtimestamp(r["at"] / 1e6, dt.UTC).isoformat(timespec="seconds")
         print(f"{when}  {r['who']:<10} {r['kind']:<6} {r['purpose']:<8} {r['location']:<14} {items}")
 
@@ -769,8 +771,9 @@ def _keychain(args: argparse.Namespace) -> FileKeychain:
 
 
 def cmd_certs_init(args: argparse.Namespace) -> None:
-    info = certs.init_ca(args.home, _keychain(args), int(time.time()), hosts=tuple(args.host) or certs.DEFAULT_HOSTS)
-    print(json.dumps({"ca": str(certs.tls_dir(args.home) / "ca.crt"), "serial": info.serial_hex, "hosts": args.host}))
+    hosts = tuple(args.host) or certs.DEFAULT_HOSTS
+    info = certs.init_ca(args.home, _keychain(args), int(time.time()), hosts=hosts)
+    print(json.dumps({"ca": str(certs.tls_dir(args.home) / "ca.crt"), "serial": info.serial_hex, "hosts": hosts}))
 
 
 def cmd_certs_issue(args: argparse.Namespace) -> None:
