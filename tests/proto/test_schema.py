@@ -16,16 +16,20 @@ from policy.model import ASSET_FIELDS, ENUM_FIELDS
 from proto.gaml.v1 import asset_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTO = "proto/gaml/v1/asset.proto"
-GENERATED = ("asset_pb2.py", "asset_pb2.pyi")
+# Each proto and the files generated from it (a proto with a service also gets its _pb2_grpc.py).
+PROTOS = {
+    "proto/gaml/v1/asset.proto": ("asset_pb2.py", "asset_pb2.pyi"),
+    "proto/gaml/v1/memory.proto": ("memory_pb2.py", "memory_pb2.pyi", "memory_pb2_grpc.py"),
+}
 
 
 def upper_snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
-def test_generated_code_is_current(tmp_path: Path) -> None:
-    """Regenerating the proto with the pinned grpcio-tools gives byte-identical committed *_pb2 files."""
+@pytest.mark.parametrize("proto", sorted(PROTOS))
+def test_generated_code_is_current(tmp_path: Path, proto: str) -> None:
+    """Regenerating a proto with the pinned grpcio-tools gives byte-identical committed generated files."""
     result = subprocess.run(
         [
             sys.executable,
@@ -34,7 +38,8 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
             f"-I{ROOT}",
             f"--python_out={tmp_path}",
             f"--pyi_out={tmp_path}",
-            PROTO,
+            f"--grpc_python_out={tmp_path}",
+            proto,
         ],
         cwd=ROOT,
         capture_output=True,
@@ -42,7 +47,7 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, f"protoc failed: {result.stderr}"
-    for name in GENERATED:
+    for name in PROTOS[proto]:
         fresh = (tmp_path / "proto/gaml/v1" / name).read_bytes()
         committed = (ROOT / "proto/gaml/v1" / name).read_bytes()
         assert fresh == committed, f"proto/gaml/v1/{name} is stale: run `make proto` and commit the result"
