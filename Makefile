@@ -21,7 +21,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow bench bench-retrieve bench-ingest bench-locomo bench-tokens demo clean
+.PHONY: help install proto lint test test-slow bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -67,6 +67,9 @@ bench-retrieve: $(STAMP) ## governed search at N assets over 50 partitions again
 
 bench-ingest: $(STAMP) ## LoCoMo dev set: parse, ingest, curate (EMBEDDER=both, REPEAT=3, REPEAT_MINILM) vs raw rocksdict and the embedder; writes bench/results/
 	$(BIN)/python -m bench.ingest_bench --embedder $(EMBEDDER) --repeat $(REPEAT) --repeat-minilm $(REPEAT_MINILM) --seed $(SEED) --out bench/results
+
+bench-grpc: $(STAMP) ## Hydrate p50/p99 and Put throughput over gRPC (Unix socket, mTLS) vs in-process at N assets; writes bench/results/
+	$(BIN)/python -m bench.grpc_bench --n $(N) --seed $(SEED) --out bench/results
 
 bench-locomo: $(STAMP) ## LoCoMo dev set: hydration vs BM25, dense and fused turns at BUDGETS tokens (evidence recall, latency); writes bench/results/
 	$(BIN)/python -m bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json

@@ -152,11 +152,11 @@ def _daemon(args: argparse.Namespace) -> Any:
     A daemon that left its ``run/daemon.json`` but is gone (killed) does not count; one that runs but does not answer
     is an error that says so, rather than a silent fallback to a database it still holds."""
     from node.client import Client
-    from node.daemon import pid_alive, read_info
+    from node.daemon import pid_alive, read_info, socket_listens
 
     info = read_info(args.home)
-    if not info or not pid_alive(int(info.get("pid", 0))):
-        return None
+    if not info or not pid_alive(int(info.get("pid", 0))) or not socket_listens(Path(info["socket"])):
+        return None  # none ever ran, or it was killed (its run/daemon.json and socket file stay behind)
     client = Client.unix(info["socket"])
     try:
         client.wait_ready(10)

@@ -137,6 +137,16 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def socket_listens(path: Path) -> bool:
+    """Whether a process accepts connections on the Unix socket ``path`` (a refused or missing one: no)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 # -- the core thread ---------------------------------------------------------------------------------------------------
 
 
@@ -403,15 +413,10 @@ class Daemon:
         os.chmod(self.socket_path, 0o600)
 
     def _refuse_if_live(self) -> None:
-        info = read_info(self.home)
-        if info and info.get("pid") != os.getpid() and pid_alive(int(info.get("pid", 0))):
-            raise StoreError(f"another daemon (pid {info['pid']}) serves {self.home}")
-        with socket.socket(socket.AF_UNIX) as s:
-            try:
-                s.connect(str(self.socket_path))
-            except OSError:
-                return  # a stale socket of a daemon that died: replace it
-        raise StoreError(f"{self.socket_path} is served by another process")
+        """A socket file left at our path: stale (its daemon died: we hold the database lock, so none serves this
+        home) unless a process listens on it (``--socket`` naming another node's socket)."""
+        if socket_listens(self.socket_path):
+            raise StoreError(f"{self.socket_path} is served by another process; choose another --socket")
 
     def _write_info(self) -> None:
         info = {
