@@ -18,7 +18,8 @@ gid), refuses any uid but the daemon's own, and splices the accepted connection 
 (a fresh 0700 directory). Such a caller is the node's *local principal* (``config.json`` ``local_principal``, default
 the node's only user, else the login name). With ``--listen HOST:PORT`` the node also serves TCP, with mutual TLS
 only: a client certificate issued by the node's CA (``gaml certs``) names the principal; revoked certificates and
-principals are refused per call. Anything else gets no service.
+principals are refused on each ``gaml.v1.Memory`` call (health checking and reflection, which reveal no memory,
+answer any client the TLS handshake admitted). Anything else gets no service.
 
 **Limits.** Per principal: a token bucket of calls and the largest request and ingest stream
 (:class:`node.service.Limits`, ``config.json`` ``limits``). The transport refuses messages over the largest limit.

@@ -1,0 +1,896 @@
+"""The daemon over real gRPC: every ``gaml.v1.Memory`` RPC over the Unix socket and over TCP with mutual TLS, health
+and reflection, the refusals of authentication (no or a foreign client certificate, revoked certificates, another
+local user), typed error statuses, limits, deadlines, malformed bytes, the CLI through a running daemon, the trio
+guest, and a graceful SIGTERM shutdown.
+
+Every wait is on an event (the daemon's readiness, a log record, a call's completion), never on a sleep; no assertion
+is on elapsed time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import trio
+from google.protobuf.descriptor_pool import DescriptorPool
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+from grpc_status import rpc_status
+
+from node import certs
+from node.client import Client
+from node.daemon import Daemon, info_path
+from node.embed import HashEmbedder
+from node.file_keychain import FileKeychain
+from node.parsers import parse
+from node.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from policy import crypto
+from policy.access import PolicyError, UnknownPrincipal
+from policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound
+from proto.gaml.v1 import asset_pb2, memory_pb2
+from tests.node.daemon_util import (
+    KEY_HEX,
+    LOCAL,
+    ROOT,
+    UNLOCK,
+    Home,
+    make_home,
+    mtls_client,
+    process_daemon,
+    remove_home,
+    thread_daemon,
+    unix_client,
+)
+
+SESSION = ROOT / "deploy" / "examples" / "session.jsonl"
+SERVICE = "gaml.v1.Memory"
+METHODS = {
+    "Ingest",
+    "Put",
+    "Get",
+    "Forget",
+    "Search",
+    "Hydrate",
+    "Grant",
+    "Revoke",
+    "ListGrants",
+    "AccessLog",
+    "Status",
+}
+TRANSPORTS = ("unix", "mtls")
+NOBODY = 65534
+WAIT_S = 30.0  # an upper bound for events that come at once; reaching it fails the test
+
+
+# -- helpers -----------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Served:
+    """A home and the daemon serving it (socket, and TCP with mutual TLS on 127.0.0.1)."""
+
+    home: Home
+    daemon: Daemon
+
+    def connect(self, transport: str, principal: str = LOCAL) -> Client:
+        """A client: over the socket (as the local principal) or over mTLS with ``principal``'s certificate."""
+        if transport == "unix":
+            assert principal == LOCAL, "over the socket the caller is the local principal"
+            return unix_client(self.home)
+        return mtls_client(self.home, self.daemon, principal)
+
+
+@contextlib.contextmanager
+def served(limits: dict[str, Any] | None = None, **options: Any) -> Iterator[Served]:
+    """A fresh home (with ``limits`` in its config.json) served by a daemon on a thread; removed afterwards."""
+    home = make_home()
+    try:
+        if limits is not None:
+            cfg_path = home.path / "config.json"
+            cfg = json.loads(cfg_path.read_text())
+            cfg["limits"] = limits
+            cfg_path.write_text(json.dumps(cfg))
+        with thread_daemon(home, **options) as daemon:
+            yield Served(home, daemon)
+    finally:
+        remove_home(home)
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[Served]:
+    """One daemon for the checks that only read, or write assets of their own."""
+    with served() as s:
+        yield s
+
+
+@pytest.fixture(params=TRANSPORTS)
+def alice(request: pytest.FixtureRequest) -> Iterator[tuple[Served, Client, str]]:
+    """A fresh node, and alice's client over the transport of the parameter."""
+    with served() as s, s.connect(request.param) as client:
+        yield s, client, request.param
+
+
+class DaemonLog(logging.Handler):
+    """The daemon's log events (``{"event": …, **fields}``) as they are emitted, with a wait for one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.events: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._cond:
+            self.events.append({"event": record.getMessage(), **getattr(record, "fields", {})})
+            self._cond.notify_all()
+
+    def wait_for(self, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        with self._cond:
+            found = self._cond.wait_for(lambda: any(match(e) for e in self.events), WAIT_S)
+            assert found, f"no such log event; the last ones: {self.events[-5:]}"
+            return next(e for e in self.events if match(e))
+
+
+@contextlib.contextmanager
+def daemon_log() -> Iterator[DaemonLog]:
+    """Record the ``gaml.daemon`` logger's events (INFO and up) for the duration."""
+    logger = logging.getLogger("gaml.daemon")
+    handler, level = DaemonLog(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """A failed call as the wire carries it: the status code, and the ErrorInfo / RetryInfo details."""
+
+    code: grpc.StatusCode
+    message: str
+    has_details: bool
+    domain: str = ""
+    reason: str = ""
+    type: str = ""
+    retry_s: float = 0.0
+
+
+def failure(call: Callable[..., Any], request: Any, **kw: Any) -> Failure:
+    """Call a raw stub method (or multi-callable), expect a grpc.RpcError, and read its status and details."""
+    with pytest.raises(grpc.RpcError) as caught:
+        call(request, timeout=kw.pop("timeout", WAIT_S), **kw)
+    e = caught.value
+    assert isinstance(e, grpc.Call)
+    st = rpc_status.from_call(e)
+    out = Failure(e.code(), e.details() or "", st is not None)
+    for d in st.details if st is not None else ():
+        if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            d.Unpack(info)
+            out = dataclasses.replace(out, domain=info.domain, reason=info.reason, type=info.metadata["type"])
+        elif d.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            r = error_details_pb2.RetryInfo()
+            d.Unpack(r)
+            out = dataclasses.replace(out, retry_s=r.retry_delay.seconds + r.retry_delay.nanos / 1e9)
+    return out
+
+
+def fact(text: str, **kw: Any) -> dict[str, Any]:
+    return {"asset_type": "fact", "payload": {"text": text}, **kw}
+
+
+def wire_fact(text: str, **kw: Any) -> asset_pb2.Asset:
+    a = asset_pb2.Asset(asset_type=asset_pb2.ASSET_TYPE_FACT, **kw)
+    a.payload.update({"text": text})
+    return a
+
+
+def session_records() -> int:
+    """How many records the example session holds, by the parser itself (the oracle of an ingest report)."""
+    return sum(len(s.records) for s in parse(SESSION.read_bytes(), SESSION.name, None, origin=str(SESSION)))
+
+
+# -- 1. every RPC, over both transports --------------------------------------------------------------------------------
+
+
+def test_ingest_streams_a_session_and_forget_erases_an_ingested_item(alice: tuple[Served, Client, str]) -> None:
+    """Ingest streams a transcript into the caller's journal (every record read, items written, curated; a second
+    stream of it is skipped by the watermark); Forget erases one ingested item, which Get then reports not found."""
+    _, client, _ = alice
+    records = session_records()
+    report = client.ingest([SESSION])
+    assert report["files"] == 1
+    assert report["records"] == records > 0
+    assert 0 < report["items"] <= records
+    assert report["curation"]["rungs"] > 0
+
+    again = client.ingest([SESSION])
+    assert again["records"] == again["skipped"] == records
+    assert again["items"] == 0
+
+    hits = client.search("fix the failing login test in the billing service", k=50)
+    items = [h for h in hits if h["asset"]["level"] == "l0" and "format:transcript" in h["asset"]["tags"]]
+    assert items, "the search finds no ingested item"
+    victim = items[0]["id"]
+    assert client.get(victim)["owner_id"] == "alice"
+
+    receipt = client.forget(victim)
+    assert receipt["id"] and receipt["at"] > 0
+    assert receipt["rebuilt_sources"] >= 1  # the session's rungs were recompiled without it
+    with pytest.raises(NotFound):
+        client.get(victim)
+    assert victim not in {h["id"] for h in client.search("fix the failing login test in the billing service", k=50)}
+
+
+def test_put_get_search_hydrate_and_the_access_log(alice: tuple[Served, Client, str]) -> None:
+    """Put stores drafts; Get returns the decrypted payload; Search finds the asset; Hydrate returns a frame in its
+    envelope within the budget, with a receipt; the access log holds the get, the search and the hydration."""
+    _, client, transport = alice
+    text = f"Alice drinks oat-milk flat whites (over {transport})"
+    ids = client.put([fact(text), fact("The release ships on Friday after the freeze")])
+    assert len(ids) == 2 and len(set(ids)) == 2
+    drink = ids[0]
+
+    got = client.get(drink)
+    assert got["id"] == drink
+    assert got["payload"] == {"text": text}
+    assert got["owner_id"] == "alice"
+
+    hits = client.search("oat-milk flat whites")
+    assert hits[0]["id"] == drink
+    assert hits[0]["asset"]["payload"]["text"] == text
+
+    out = client.hydrate("what does Alice drink?", budget=300)
+    frame, receipt = out["frame"], out["receipt"]
+    assert frame.startswith("<gaml-memory")
+    assert receipt["budget"]["total"] == 300
+    assert 0 < receipt["budget"]["spent"] <= receipt["budget"]["total"]
+    assert receipt["receipt"].startswith("r_")
+    assert f'receipt="{receipt["receipt"]}"' in frame
+    assert "oat-milk flat whites" in frame
+
+    log = client.access_log()
+    assert {r["who"] for r in log} == {"alice"}
+    by_kind = {r["kind"]: r for r in log}
+    assert set(by_kind) == {"get", "search", "hydrate"}
+    assert drink in {i["id"] for i in by_kind["get"]["read"]}
+    assert drink in {i["id"] for i in by_kind["search"]["read"]}
+    assert by_kind["hydrate"]["receipt"] == receipt["receipt"]
+    assert drink in {i["id"] for i in by_kind["hydrate"]["read"]}
+
+
+def test_grant_list_and_revoke(alice: tuple[Served, Client, str]) -> None:
+    """A grant names a principal the node knows; Grant gives bob part of alice's memory, ListGrants shows it to both
+    sides (bob over mTLS sees it as received), and Revoke ends it (revoked_at set)."""
+    s, client, _ = alice
+    with pytest.raises(UnknownPrincipal):
+        client.grant("bob", "l2")  # bob has not authenticated yet: the node does not know him
+
+    with s.connect("mtls", "bob") as bob:
+        assert bob.status()["principal"] == "bob"
+        g = client.grant("bob", "l2", segments=["work"])
+        assert (g["owner"], g["grantee"], g["max_level"], g["segments"]) == ("alice", "bob", "l2", ["work"])
+        assert g["created_at"] > 0 and g["revoked_at"] == 0
+
+        assert g["id"] in {x["id"] for x in client.grants()["made"]}
+        assert g["id"] in {x["id"] for x in bob.grants()["received"]}
+
+        revoked = client.revoke(g["id"])
+        assert revoked["id"] == g["id"]
+        assert revoked["revoked_at"] >= g["created_at"] > 0
+        made = {x["id"]: x for x in client.grants()["made"]}
+        assert made[g["id"]]["revoked_at"] == revoked["revoked_at"]
+        received = {x["id"]: x for x in bob.grants()["received"]}
+        assert received[g["id"]]["revoked_at"] == revoked["revoked_at"]  # bob sees that it ended, and when
+
+
+def test_status_names_the_caller_and_its_transport(alice: tuple[Served, Client, str]) -> None:
+    """Status says who the caller is to the node (alice, from the socket or her certificate) and how it came in."""
+    s, client, transport = alice
+    st = client.status()
+    assert st["principal"] == st["user"] == "alice"
+    assert st["transport"] == transport
+    assert s.daemon.service is not None
+    assert st["node_id"] == s.daemon.service.node.node_id
+    assert st["embedder"] == "hash-v1-256"
+    assert st["version"] == "0.1.0"
+    assert st["calls"] >= 1
+
+
+# -- 2. health and reflection ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_health_reports_serving(node: Served, transport: str) -> None:
+    """The standard health service answers SERVING for the server ("") and for gaml.v1.Memory."""
+    with node.connect(transport) as c:
+        health = health_pb2_grpc.HealthStub(c.channel)
+        for service in ("", SERVICE):
+            r = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=WAIT_S)
+            assert r.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_reflection_describes_the_service(node: Served, transport: str) -> None:
+    """Server reflection lists gaml.v1.Memory with its eleven methods (Ingest client-streaming) and its messages."""
+    with node.connect(transport) as c:
+        db = ProtoReflectionDescriptorDatabase(c.channel)
+        assert SERVICE in db.get_services()
+        pool = DescriptorPool(db)
+        svc = pool.FindServiceByName(SERVICE)
+        assert {m.name for m in svc.methods} == METHODS
+        assert svc.methods_by_name["Ingest"].client_streaming
+        assert not svc.methods_by_name["Put"].client_streaming
+        hydrate = pool.FindMessageTypeByName("gaml.v1.HydrateRequest")
+        assert {"intent", "goal", "budget", "plane"} <= set(hydrate.fields_by_name)
+
+
+# -- 3. authentication -------------------------------------------------------------------------------------------------
+
+
+def _tcp(node: Served, creds: grpc.ChannelCredentials) -> Client:
+    return Client(grpc.secure_channel(f"127.0.0.1:{node.daemon.tcp_port}", creds), timeout_s=WAIT_S)
+
+
+def test_tcp_without_a_client_certificate_gets_no_service(node: Served) -> None:
+    """A TLS client that trusts the node's CA but presents no certificate fails the handshake: no call reaches the
+    node (UNAVAILABLE on the client, the daemon's call count unchanged)."""
+    ca = node.home.principals["alice"][2]
+    calls = node.daemon.calls
+    with _tcp(node, grpc.ssl_channel_credentials(root_certificates=ca)) as c:
+        assert failure(c.stub.Status, memory_pb2.StatusRequest()).code is grpc.StatusCode.UNAVAILABLE
+        with pytest.raises(Unavailable):
+            c.status()
+    assert node.daemon.calls == calls
+
+
+def test_tcp_with_a_certificate_of_another_ca_gets_no_service(node: Served) -> None:
+    """A client certificate naming alice but signed by another CA fails the handshake: no call reaches the node."""
+    now = int(time.time())
+    other_key, other_cert = crypto.make_ca("elsewhere", now)
+    key, cert, _ = crypto.issue_cert(other_key, other_cert, "alice", now)
+    ca = node.home.principals["alice"][2]
+    calls = node.daemon.calls
+    with Client.mtls(f"127.0.0.1:{node.daemon.tcp_port}", key, cert, ca, timeout_s=WAIT_S) as c:
+        assert failure(c.stub.Status, memory_pb2.StatusRequest()).code is grpc.StatusCode.UNAVAILABLE
+        with pytest.raises(Unavailable):
+            c.status()
+    assert node.daemon.calls == calls
+
+
+def test_revoked_certificates_and_principals_are_refused_on_the_next_call() -> None:
+    """Revoking a certificate serial while the daemon runs refuses its next call (UNAUTHENTICATED, typed details),
+    even on a connection already open; another certificate of the same principal still works. Revoking a principal
+    refuses every certificate of it. The socket's local principal is unaffected."""
+    home = make_home()
+    try:
+        kc = FileKeychain.open(home.path / "keychain.json", UNLOCK, crypto.SystemEntropy())
+        spare_dir = home.path.parent / "spare"
+        spare_dir.mkdir()
+        certs.issue_client(home.path, kc, "alice", spare_dir, int(time.time()))
+        spare = certs.load_client(*certs.client_paths(spare_dir, "alice"))
+        with thread_daemon(home) as daemon:
+            s = Served(home, daemon)
+            address = f"127.0.0.1:{daemon.tcp_port}"
+            with (
+                s.connect("mtls", "alice") as first,
+                Client.mtls(address, *spare, timeout_s=WAIT_S) as second,
+                s.connect("mtls", "bob") as bob,
+                s.connect("unix") as local,
+            ):
+                assert first.status()["principal"] == second.status()["principal"] == "alice"
+                assert bob.status()["principal"] == "bob"
+
+                serial = crypto.cert_info(home.principals["alice"][1]).serial_hex
+                assert serial != crypto.cert_info(spare[1]).serial_hex
+                certs.revoke(home.path, int(time.time()), serial=serial)
+                with pytest.raises(Unauthenticated):
+                    first.status()
+                f = failure(first.stub.Put, memory_pb2.PutRequest(assets=[wire_fact("after revocation")]))
+                assert (f.code, f.domain, f.reason, f.type) == (
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "gaml.dev",
+                    "UNAUTHENTICATED",
+                    "Unauthenticated",
+                )
+                assert serial in f.message
+                assert second.status()["principal"] == "alice"  # revocation is per certificate
+
+                certs.revoke(home.path, int(time.time()), principal="bob")
+                with pytest.raises(Unauthenticated):
+                    bob.status()
+                assert failure(bob.stub.Status, memory_pb2.StatusRequest()).code is grpc.StatusCode.UNAUTHENTICATED
+                assert second.status()["principal"] == "alice"
+                assert local.status()["transport"] == "unix"
+                assert local.search("after revocation", mode=3) == []  # the refused put wrote nothing
+    finally:
+        remove_home(home)
+
+
+# The child that tries the socket as another user: stdlib only (it may run on an interpreter without the venv). It
+# connects, then reads what the server says first (an HTTP/2 SETTINGS frame when served; b"" when the gate closes the
+# connection); if it can import the GAML client, it also calls Status.
+PROBE = r"""
+import errno, json, socket, sys
+out = {}
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(30)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    out["connect"] = errno.errorcode.get(e.errno, str(e.errno))
+else:
+    out["connect"] = "ok"
+    try:
+        out["received"] = len(s.recv(4096))
+    except OSError as e:
+        out["recv_error"] = errno.errorcode.get(e.errno, str(e.errno))
+s.close()
+try:
+    sys.path.insert(0, sys.argv[2])
+    from node.client import Client
+except ImportError:
+    pass
+else:
+    try:
+        Client.unix(sys.argv[1], timeout_s=30).status()
+        out["status"] = "ok"
+    except Exception as e:
+        out["status"] = type(e).__name__
+print(json.dumps(out))
+"""
+
+
+def _run_probe(python: str, sock: Path, uid: int | None) -> dict[str, Any]:
+    as_user: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    r = subprocess.run(
+        [python, "-c", PROBE, str(sock), str(ROOT)],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+        timeout=120,
+        check=False,
+        **as_user,
+    )
+    assert r.returncode == 0, r.stderr
+    out: dict[str, Any] = json.loads(r.stdout)
+    return out
+
+
+def _runs_as(python: str, uid: int) -> bool:
+    try:
+        r = subprocess.run(
+            [python, "-c", "pass"], user=uid, group=uid, extra_groups=[], cwd="/", capture_output=True, check=False
+        )
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def nobody_python() -> str:
+    """An interpreter uid 65534 can run: the test's own if it can (then the child also tries a gRPC call), else the
+    system's (then the child checks at the socket level only)."""
+    if os.getuid() != 0:
+        pytest.skip("running a child as another user (uid 65534) needs root")
+    candidates = [sys.executable, shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")]
+    for python in candidates:
+        if python and _runs_as(python, NOBODY):
+            return python
+    pytest.skip(f"no Python interpreter that uid {NOBODY} may run among {candidates}")
+
+
+def _open_path_to_socket(home: Home) -> None:
+    """Make every directory down to the socket traversable by others, so that only the socket's own mode (and then
+    the gate) stands between another user and the daemon."""
+    for d in (home.path.parent, home.path, home.socket.parent):
+        os.chmod(d, 0o711)
+
+
+def test_another_local_user_cannot_open_the_socket(nobody_python: str) -> None:
+    """The socket is created 0600: another user (uid 65534), even with every directory on the way open to it, gets
+    EACCES from connect(); the daemon's own user connects and is served."""
+    with served() as s:
+        _open_path_to_socket(s.home)
+        assert stat.S_IMODE(s.home.socket.stat().st_mode) == 0o600
+        calls = s.daemon.calls
+        other = _run_probe(nobody_python, s.home.socket, NOBODY)
+        assert other["connect"] == "EACCES", other
+        assert other.get("status", "Unavailable") == "Unavailable"
+        assert s.daemon.calls == calls
+        me = _run_probe(nobody_python, s.home.socket, None)
+        assert me["connect"] == "ok" and me["received"] > 0, me  # the server's HTTP/2 SETTINGS
+        with s.connect("unix") as c:
+            assert c.status()["principal"] == "alice"
+
+
+def test_the_gate_refuses_another_uid_by_peer_credentials(nobody_python: str) -> None:
+    """With the socket opened to everyone (0666), another user's connection is accepted by the kernel but closed at
+    once by the gate (SO_PEERCRED uid check): it reads nothing, no call reaches the node, and the daemon logs a
+    "refused" event with uid 65534. The daemon's own user is still served."""
+    with served() as s, daemon_log() as log:
+        _open_path_to_socket(s.home)
+        os.chmod(s.home.socket, 0o666)
+        calls = s.daemon.calls
+        other = _run_probe(nobody_python, s.home.socket, NOBODY)
+        assert other["connect"] == "ok", other
+        assert other.get("received", 0) == 0 and "recv_error" not in other, other
+        assert other.get("status", "Unavailable") == "Unavailable"
+        refused = log.wait_for(lambda e: e["event"] == "refused" and e.get("uid") == NOBODY)
+        assert refused["transport"] == "unix" and refused["reason"] == "uid"
+        assert s.daemon.calls == calls
+        assert not any(e["event"] == "call" for e in log.events)
+        me = _run_probe(nobody_python, s.home.socket, None)
+        assert me["connect"] == "ok" and me["received"] > 0, me
+        with s.connect("unix") as c:
+            assert c.status()["principal"] == "alice"
+
+
+# -- 4. errors: status codes with typed details ------------------------------------------------------------------------
+
+
+def test_put_for_another_owner_is_permission_denied(node: Served) -> None:
+    """A put naming another owner is refused PERMISSION_DENIED (POLICY_DENIED, PolicyError); the client raises
+    PolicyError."""
+    with node.connect("unix") as c:
+        f = failure(c.stub.Put, memory_pb2.PutRequest(assets=[wire_fact("bob's secret", owner_id="bob")]))
+        assert (f.code, f.domain, f.reason, f.type) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "gaml.dev",
+            "POLICY_DENIED",
+            "PolicyError",
+        )
+        with pytest.raises(PolicyError):
+            c.put([fact("bob's secret", owner_id="bob")])
+
+
+def test_reading_another_users_private_asset_is_permission_denied(node: Served) -> None:
+    """bob (over mTLS) may not read alice's private asset: PERMISSION_DENIED with typed details; alice may."""
+    with node.connect("unix") as a, node.connect("mtls", "bob") as bob:
+        (id_,) = a.put([fact("alice's private diary entry")])
+        f = failure(bob.stub.Get, memory_pb2.GetRequest(id=id_))
+        assert (f.code, f.domain, f.reason, f.type) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "gaml.dev",
+            "POLICY_DENIED",
+            "PolicyError",
+        )
+        with pytest.raises(PolicyError):
+            bob.get(id_)
+        assert a.get(id_)["payload"]["text"] == "alice's private diary entry"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_get_of_an_unknown_id_is_not_found(node: Served, transport: str) -> None:
+    """Get of an id the node never stored is NOT_FOUND (NotFound); the client raises NotFound."""
+    with node.connect(transport) as c:
+        f = failure(c.stub.Get, memory_pb2.GetRequest(id="0" * 32))
+        assert (f.code, f.domain, f.reason, f.type) == (grpc.StatusCode.NOT_FOUND, "gaml.dev", "NOT_FOUND", "NotFound")
+        with pytest.raises(NotFound):
+            c.get("0" * 32)
+
+
+INVALID = {
+    "unknown asset_type": (
+        "Put",
+        memory_pb2.PutRequest(assets=[asset_pb2.Asset(asset_type=999)]),
+        "INVALID_ASSET",
+        InvalidAsset,
+    ),
+    "hydrate budget 0": (
+        "Hydrate",
+        memory_pb2.HydrateRequest(goal="anything", budget=0),
+        "INVALID_INPUT",
+        InvalidInput,
+    ),
+    "unknown intent.purpose": (
+        "Get",
+        memory_pb2.GetRequest(id="0" * 32, intent=memory_pb2.Intent(purpose=99)),
+        "INVALID_INPUT",
+        InvalidInput,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", INVALID, ids=list(INVALID))
+def test_invalid_requests_are_invalid_argument(node: Served, case: str) -> None:
+    """Requests the node cannot accept (an asset_type or a purpose number the schema does not define, a budget of
+    0) are INVALID_ARGUMENT with an ErrorInfo whose type is an InvalidInput (or InvalidAsset) class."""
+    method, request, reason, cls = INVALID[case]
+    with node.connect("unix") as c:
+        f = failure(getattr(c.stub, method), request)
+    assert (f.code, f.domain, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "gaml.dev", reason)
+    assert issubclass(_error_class(f.type), cls)
+
+
+def _error_class(name: str) -> type[BaseException]:
+    """The GAML error class an ErrorInfo type names (searched among the subclasses of GamlError)."""
+    todo: list[type[BaseException]] = [GamlError]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        todo += cls.__subclasses__()
+    raise AssertionError(f"{name} is not a GAML error class")
+
+
+class OutageEmbedder(HashEmbedder):
+    """The hash embedder, except that it fails (as a model server that is down would) on texts saying OUTAGE."""
+
+    def embed(self, texts: Any) -> Any:
+        if any("OUTAGE" in t for t in texts):
+            raise GamlError("the embedding model is unavailable")
+        return super().embed(texts)
+
+
+def test_a_dense_search_when_the_embedder_fails_is_failed_precondition() -> None:
+    """A search that states the dense path cannot be answered when the embedder fails on its text:
+    FAILED_PRECONDITION (GAML_ERROR) rather than a silently weaker answer; a hydration degrades instead and declares
+    its fallback."""
+    with served(embedder=OutageEmbedder()) as s, s.connect("unix") as c:
+        c.put([fact("Fire drills happen every Tuesday")])
+        request = memory_pb2.SearchRequest(text="OUTAGE fire drills", mode=memory_pb2.SEARCH_MODE_DENSE)
+        f = failure(c.stub.Search, request)
+        assert (f.code, f.domain, f.reason, f.type) == (
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "gaml.dev",
+            "GAML_ERROR",
+            "GamlError",
+        )
+        assert "embedding model is unavailable" in f.message
+        assert c.search("fire drills", mode=2)[0]["asset"]["payload"]["text"] == "Fire drills happen every Tuesday"
+        out = c.hydrate("OUTAGE fire drills", budget=200)
+        assert "embedding model is unavailable" in out["receipt"]["fallback"]
+        assert "Fire drills happen every Tuesday" in out["frame"]
+
+
+def test_requests_over_the_size_limits_are_resource_exhausted() -> None:
+    """Per principal: a request over max_request_bytes is RESOURCE_EXHAUSTED (TOO_LARGE, TooLarge), an ingest
+    stream over max_ingest_bytes too, while a principal with a larger limit is served; a message over the transport's
+    limit (the largest per-principal limit plus a margin) is refused by gRPC itself. Nothing refused is stored."""
+    limits = {"max_request_bytes": 4096, "max_ingest_bytes": 2048, "principals": {"bob": {"max_request_bytes": 65536}}}
+    with served(limits) as s, s.connect("unix") as c, s.connect("mtls", "bob") as bob:
+        (small,) = c.put([fact("x" * 3000)])
+        big = memory_pb2.PutRequest(assets=[wire_fact("y" * 5000)])
+        assert big.ByteSize() > 4096
+        f = failure(c.stub.Put, big)
+        assert (f.code, f.domain, f.reason, f.type) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "gaml.dev",
+            "TOO_LARGE",
+            "TooLarge",
+        )
+        with pytest.raises(TooLarge):
+            c.put([fact("y" * 5000)])
+        assert SESSION.stat().st_size > 2048
+        with pytest.raises(TooLarge):
+            c.ingest([SESSION])
+
+        (bobs,) = bob.put([fact("y" * 5000)])  # bob's own limit is larger
+
+        huge = memory_pb2.PutRequest(assets=[wire_fact("z" * 200_000)])
+        f = failure(c.stub.Put, huge)
+        assert f.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert not f.has_details  # gRPC refused the message before any GAML code saw it
+        assert failure(bob.stub.Put, huge).code is grpc.StatusCode.RESOURCE_EXHAUSTED
+
+        st = c.status()
+        assert st["assets"] == 2
+        assert c.get(small)["payload"]["text"] == "x" * 3000
+        assert bob.get(bobs)["payload"]["text"] == "y" * 5000
+
+
+def test_a_principal_over_its_rate_limit_is_resource_exhausted_with_a_retry_delay() -> None:
+    """With a burst of 3 calls (refilled at 0.001 call/s, so no refill happens during the test), alice's 4th call is
+    refused RESOURCE_EXHAUSTED (RATE_LIMITED) with a RetryInfo delay; the client raises RateLimited with
+    retry_after_s > 0. bob's bucket is his own."""
+    with served({"calls_per_second": 0.001, "burst": 3}) as s, s.connect("unix") as c:
+        for _ in range(3):
+            assert c.status()["principal"] == "alice"
+        with pytest.raises(RateLimited) as limited:
+            c.status()
+        assert limited.value.retry_after_s > 0
+        f = failure(c.stub.Status, memory_pb2.StatusRequest())
+        assert (f.code, f.domain, f.reason, f.type) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "gaml.dev",
+            "RATE_LIMITED",
+            "RateLimited",
+        )
+        assert f.retry_s > 0
+        with s.connect("mtls", "bob") as bob:
+            assert bob.status()["principal"] == "bob"
+
+
+def test_a_call_past_its_deadline_is_deadline_exceeded_and_atomic(node: Served) -> None:
+    """A put with a 1 µs deadline fails DEADLINE_EXCEEDED (the client raises DeadlineExceeded), and its batch either
+    fully happened or did not happen at all: never one of its two assets without the other."""
+    token = "quagga7341"
+    batch = [fact(f"{token} first of a batch"), fact(f"{token} second of a batch")]
+    with node.connect("unix") as c:
+        with pytest.raises(DeadlineExceeded):
+            c.put(batch, timeout_s=0.000001)
+        wire = memory_pb2.PutRequest(assets=[wire_fact(f"{token} raw first"), wire_fact(f"{token} raw second")])
+        assert failure(c.stub.Put, wire, timeout=0.000001).code is grpc.StatusCode.DEADLINE_EXCEEDED
+        found = {h["asset"]["payload"]["text"] for h in c.search(token, k=10, mode=3)}
+    for pair in ({d["payload"]["text"] for d in batch}, {f"{token} raw first", f"{token} raw second"}):
+        assert pair <= found or not (pair & found), found
+
+
+def test_a_call_whose_deadline_passes_while_it_waits_for_the_core_does_nothing(node: Served) -> None:
+    """While the core thread is busy, a put whose deadline passes is given up (DEADLINE_EXCEEDED on the client,
+    the call logged as cancelled or DeadlineExceeded) and, once the core is free, it is not run: nothing is stored."""
+    token = "okapi2718"
+    d = node.daemon
+    with node.connect("unix") as c, daemon_log() as log:
+        before = c.status()["assets"]
+        release = threading.Event()
+        busy = asyncio.run_coroutine_threadsafe(d.lane.run(lambda: release.wait(WAIT_S)), d._loop)
+        try:
+            with pytest.raises(DeadlineExceeded):
+                c.put([fact(f"{token} never stored")], timeout_s=2.0)  # ample time to reach the node
+            given_up = log.wait_for(lambda e: e["event"] == "call" and e.get("method") == "Put")
+        finally:
+            release.set()
+        assert busy.result(WAIT_S) is True
+        assert given_up["outcome"] in ("cancelled", "DeadlineExceeded")
+        assert c.status()["assets"] == before
+        assert c.search(token, mode=3) == []
+
+
+# -- 5. malformed bytes ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_malformed_request_bytes_are_invalid_argument(node: Served, transport: str) -> None:
+    """Bytes that are not a protobuf message, sent raw to Put (unary) and to Ingest (client stream), are answered
+    INVALID_ARGUMENT with typed details, not INTERNAL; the daemon goes on serving."""
+    with node.connect(transport) as c:
+        put = c.channel.unary_unary(f"/{SERVICE}/Put", request_serializer=None, response_deserializer=None)
+        f = failure(put, b"\xff\xff\xff")
+        assert (f.code, f.domain, f.reason, f.type) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "gaml.dev",
+            "INVALID_INPUT",
+            "InvalidInput",
+        )
+        ingest = c.channel.stream_unary(f"/{SERVICE}/Ingest", request_serializer=None, response_deserializer=None)
+        f = failure(ingest, iter([b"\xff\xff\xff"]))
+        assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_INPUT")
+        assert c.status()["principal"] == "alice"
+
+
+# -- 6. the CLI through a running daemon -------------------------------------------------------------------------------
+
+
+def _gaml(home: Home, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
+    env.pop("GAML_PASSPHRASE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "node.cli", "--home", str(home.path), *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_cli_goes_through_a_running_daemon() -> None:
+    """With a daemon serving the home, `gaml stats/put/search/hydrate/access-log/ingest` run through it as its local
+    principal; `--as` another principal is refused (exit 2) and a command that needs the store says the daemon holds
+    the database, naming its pid (exit 3)."""
+    with served() as s:
+        r = _gaml(s.home, "stats", "--json")
+        assert r.returncode == 0, r.stderr
+        st = json.loads(r.stdout)
+        assert (st["principal"], st["transport"]) == ("alice", "unix")
+
+        r = _gaml(s.home, "put", "-", stdin=json.dumps(fact("Alice drinks oat-milk flat whites")))
+        assert r.returncode == 0, r.stderr
+        (id_,) = r.stdout.split()
+
+        r = _gaml(s.home, "search", "oat-milk flat whites", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)[0]["id"] == id_
+
+        r = _gaml(s.home, "hydrate", "--goal", "what does Alice drink?", "--budget", "300", "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["frame"].startswith("<gaml-memory") and "oat-milk flat whites" in out["frame"]
+
+        r = _gaml(s.home, "access-log", "--json")
+        assert r.returncode == 0, r.stderr
+        log = json.loads(r.stdout)
+        assert [x["kind"] for x in log] == ["hydrate", "search"]  # newest first
+        assert all(id_ in {i["id"] for i in x["read"]} for x in log)
+
+        r = _gaml(s.home, "ingest", str(SESSION), "--owner", "alice")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["records"] == session_records()
+
+        r = _gaml(s.home, "search", "oat-milk", "--as", "bob")
+        assert r.returncode == 2, r.stderr
+        assert "over its socket you are alice" in r.stderr and "bob" in r.stderr
+
+        r = _gaml(s.home, "principals")
+        assert r.returncode == 3, r.stderr
+        assert f"the daemon (pid {os.getpid()}) holds the database" in r.stderr
+
+        with s.connect("unix") as c:
+            assert c.status()["assets"] > 1  # the ingest went to the daemon's store
+
+
+# -- 7. the trio guest -------------------------------------------------------------------------------------------------
+
+
+def test_trio_runs_as_a_guest_on_the_daemons_loop(node: Served) -> None:
+    """trio runs in guest mode while the daemon serves: TrioGuest.call runs a trio function from asyncio and hands
+    back its result, or its error."""
+    d = node.daemon
+    assert d.trio.running
+
+    async def in_trio() -> bool:
+        await trio.sleep(0)
+        return trio.lowlevel.current_trio_token() is not None
+
+    async def fails() -> None:
+        await trio.sleep(0)
+        raise ValueError("raised in trio")
+
+    assert asyncio.run_coroutine_threadsafe(d.trio.call(in_trio), d._loop).result(WAIT_S) is True
+    with pytest.raises(ValueError, match="raised in trio"):
+        asyncio.run_coroutine_threadsafe(d.trio.call(fails), d._loop).result(WAIT_S)
+    assert d.trio.running
+
+
+# -- 8. graceful shutdown ----------------------------------------------------------------------------------------------
+
+
+def test_sigterm_stops_the_daemon_gracefully_and_a_restart_keeps_every_asset() -> None:
+    """SIGTERM: the daemon logs "stopping" then "stopped", exits 0, and removes its socket and run/daemon.json; a
+    daemon started again on the home finds every asset put before."""
+    home = make_home()
+    try:
+        texts = [f"asset {i} before the restart" for i in range(3)]
+        with process_daemon(home) as proc:
+            info = json.loads(info_path(home.path).read_text())
+            assert info["pid"] == proc.pid()
+            with unix_client(home) as c:
+                ids = [c.put([fact(t)])[0] for t in texts]
+                os.kill(proc.pid(), signal.SIGTERM)
+                assert proc.process.wait(60) == 0
+        events = [e["event"] for e in proc.log]
+        assert events.index("serving") < events.index("stopping") < events.index("stopped")
+        stopped = next(e for e in proc.log if e["event"] == "stopped")
+        assert stopped["calls"] >= len(texts)
+        assert not home.socket.exists()
+        assert not info_path(home.path).exists()
+
+        with thread_daemon(home, listen=False) as daemon, unix_client(home) as c:
+            assert daemon.local_principal == LOCAL
+            assert [c.get(i)["payload"]["text"] for i in ids] == texts
+    finally:
+        remove_home(home)
