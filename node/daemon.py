@@ -570,8 +570,7 @@ class Daemon:
             outcome = "cancelled"
             raise
         except Exception:
-            outcome = "internal"
-            log.exception("call failed", extra={"fields": {"method": method, "principal": pid}})
+            outcome = "internal"  # the servicer logs it with its traceback, and answers INTERNAL
             raise
         finally:
             self.calls += 1
@@ -613,9 +612,11 @@ def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(1 << 16):
+            if writer.is_closing():
+                break
             writer.write(data)
             await writer.drain()
-    except (ConnectionError, OSError):
+    except (ConnectionError, OSError, RuntimeError):  # uvloop: RuntimeError on a transport closed under us
         pass
     finally:
         with contextlib.suppress(Exception):

@@ -11,6 +11,7 @@ not define, are answered INVALID_ARGUMENT (gRPC's own decoder would answer INTER
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
@@ -52,6 +53,7 @@ from proto.convert import asset_to_pb, draft_from_json
 from proto.gaml.v1 import asset_pb2, memory_pb2
 
 T = TypeVar("T")
+log = logging.getLogger("gaml.daemon")
 ERROR_DOMAIN: Final = "gaml.dev"
 SERVICE: Final = "gaml.v1.Memory"
 
@@ -209,7 +211,11 @@ def _struct(d: Mapping[str, Any]) -> Struct:
 
 def draft_from_pb(a: asset_pb2.Asset) -> dict[str, Any]:
     """The draft fields of a wire asset: what is set, read through the JSON mapping (which validates enums)."""
-    return draft_from_json(json_format.MessageToDict(a, preserving_proto_field_name=True))
+    try:
+        fields = json_format.MessageToDict(a, preserving_proto_field_name=True)
+    except json_format.Error as e:  # a payload number JSON cannot hold (NaN, ±Infinity)
+        raise InvalidAsset(f"the asset does not fit its JSON form: {e}") from None
+    return draft_from_json(fields)
 
 
 def grant_to_pb(g: Grant) -> memory_pb2.Grant:
@@ -472,7 +478,9 @@ def _guard(method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             return await fn(req, ctx)
         except grpc.aio.AbortError:
             raise
-        except Exception as e:  # every error becomes a status; the runtime logs unexpected ones
+        except Exception as e:  # every error becomes a status
+            if not isinstance(e, GamlError):
+                log.exception("call failed", extra={"fields": {"method": method}})
             st = status_of(e)
             await ctx.abort(st.code, st.details, trailing_metadata=st.trailing_metadata)
 

@@ -565,3 +565,25 @@ def test_policy_views_and_lexical_index_follow_the_records(world: World, stop: s
     found = {node.store.id_of(sid) for sid, _ in node.store.lexical.search(pid, "tea", 50)}
     tea = {i for i in expected["user_private|owner:alice"] if "tea" in node.store.get(i).payload["text"]}
     assert found == tea and tea and ids[1] not in found and ids[2] not in found
+
+
+def test_stats_count_live_assets_and_tombstones_without_opening_records(world: World) -> None:
+    """stats() counts from the partitions' views and the record keys; the counts equal those of every record opened,
+    after puts, an edit that moves an asset to another partition, and deletes — and again after a reopen."""
+    node = world.open_node()
+    ids = node.put([fact(f"fact number {i}", owner="alice" if i % 2 else "bob") for i in range(12)], NOW)
+    (moved,) = node.put([fact("fact number 1", privacy_scope="trusted_devices")], LATER)  # an edit, another partition
+    assert moved == ids[1] and node.store.get(moved).version == 2
+    for id_ in ids[:4]:
+        node.store.delete(id_, LATER)
+
+    def opened() -> tuple[int, int]:
+        records = [node.store.get(i, include_deleted=True) for i in ids]
+        return sum(not r.tombstone for r in records), sum(r.tombstone for r in records)
+
+    s = node.store.stats()
+    assert (s.assets, s.tombstones) == opened() == (8, 4)
+    node.close()
+    node = world.open_node()
+    s = node.store.stats()
+    assert (s.assets, s.tombstones) == opened()
