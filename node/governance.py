@@ -31,6 +31,10 @@ class Governance:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._log_seq: dict[bytes, int] = {}
+        # Every read is authorized against its principal and grants, so both are kept opened. This object is their
+        # only writer (a store is open in one process), so it keeps them current as it writes them.
+        self._principals: dict[str, Principal] = {}
+        self._grants: list[Grant] | None = None
 
     # -- principals -------------------------------------------------------------------------------------------------
 
@@ -46,14 +50,20 @@ class Governance:
             self.principal(p.on_behalf_of)
         key = self._principal_key(p.id)
         self.store.kv.commit([Put("meta", key, self.store.seal_meta(key, json.dumps(p.to_json()).encode()))])
+        self._principals[p.id] = p
         return p
 
     def principal(self, id_: str) -> Principal:
+        cached = self._principals.get(id_)
+        if cached is not None:
+            return cached
         key = self._principal_key(id_)
         blob = self.store.kv.load("meta", key)
         if blob is None:
             raise UnknownPrincipal(f"unknown principal {id_!r}; register it with `gaml principal add {id_}`")
-        return Principal.from_json(json.loads(self.store.open_meta(key, blob)))
+        p = Principal.from_json(json.loads(self.store.open_meta(key, blob)))
+        self._principals[id_] = p
+        return p
 
     def principals(self) -> list[Principal]:
         out = []
@@ -69,6 +79,7 @@ class Governance:
     def _save_grant(self, g: Grant) -> None:
         key = self._grant_key(g.id)
         self.store.kv.commit([Put("meta", key, self.store.seal_meta(key, json.dumps(g.to_json()).encode()))])
+        self._grants = None
 
     def grant(self, g: Grant) -> Grant:
         """Record a grant; owner and grantee must be registered, and a team grantee must be a team."""
@@ -100,12 +111,15 @@ class Governance:
         return Grant.from_json(json.loads(self.store.open_meta(key, blob)))
 
     def grants(self, *, owner: str | None = None, grantee: str | None = None) -> list[Grant]:
-        out = []
-        for key, blob in self.store.kv.load_range("meta", GRANT_PREFIX, prefix_end(GRANT_PREFIX)):
-            g = Grant.from_json(json.loads(self.store.open_meta(key, blob)))
-            if (owner is None or g.owner == owner) and (grantee is None or g.grantee == grantee):
-                out.append(g)
-        return sorted(out, key=lambda g: (g.owner, g.created_at, g.id))
+        if self._grants is None:
+            every = [
+                Grant.from_json(json.loads(self.store.open_meta(key, blob)))
+                for key, blob in self.store.kv.load_range("meta", GRANT_PREFIX, prefix_end(GRANT_PREFIX))
+            ]
+            self._grants = sorted(every, key=lambda g: (g.owner, g.created_at, g.id))
+        return [
+            g for g in self._grants if (owner is None or g.owner == owner) and (grantee is None or g.grantee == grantee)
+        ]
 
     def grants_for(self, p: Principal) -> list[Grant]:
         """Grants whose grantee is ``p``, the user it acts for, or one of its teams."""
