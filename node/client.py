@@ -187,7 +187,7 @@ class Client:
                 "score": h.score,
                 "path": h.path,
                 "partition": h.partition,
-                "explain": json_format.MessageToDict(h.explain),
+                "explain": _ints(json_format.MessageToDict(h.explain)),
                 "asset": asset_to_json(asset_from_pb(h.asset)),
             }
             for h in r.hits
