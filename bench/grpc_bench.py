@@ -69,10 +69,10 @@ from bench.retrieve_bench import code_version
 from bench.store_bench import TYPES, Corpus, bar, fs_type, log, machine, pct, rate
 from node import certs
 from node.client import Client, _ints
-from node.daemon import MAX_UNIX_PATH, _counter
+from node.daemon import MAX_UNIX_PATH
 from node.file_keychain import FileKeychain, Unlock
 from node.files import write_atomic
-from node.home import init_home, memory_layers, open_node, read_config
+from node.home import init_home, make_counter, memory_layers, open_node, read_config
 from node.service import MemoryService
 from policy import crypto
 from proto.convert import draft_pb_from_json
@@ -222,7 +222,7 @@ def in_process(home: Home) -> Iterator[tuple[MemoryService, Any]]:
     node = open_node(home.path, home.unlock)
     try:
         ingestor, ladder = memory_layers(home.path, node)
-        svc = MemoryService(node, ingestor, ladder, _counter)
+        svc = MemoryService(node, ingestor, ladder, make_counter)
         yield svc, svc.ensure_user(PRINCIPAL)
     finally:
         node.close(checkpoint=True)

@@ -23,14 +23,13 @@ from typing import Any, NoReturn
 from node import certs
 from node.core import Node, hit_json
 from node.file_keychain import FileKeychain, Unlock
-from node.home import EMBEDDERS, default_home, init_home, memory_layers, open_node, read_config
+from node.home import EMBEDDERS, default_home, init_home, make_counter, memory_layers, open_node, read_config
 from node.hydrate import MODES as HYDRATION_MODES
 from node.hydrate import HydrationRequest, Hydrator, Segment, parse_plane
 from node.ingest import IngestOptions, Ingestor
 from node.ladder import Ladder
 from node.parsers import FORMATS, parse
 from node.records import Source
-from node.tokens import HeuristicCounter, TokenCounter
 from policy import crypto
 from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
 from policy.errors import (
@@ -556,52 +555,37 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     if client is not None:
         with client:
             _as_daemon_caller(client, args.owner)
-            _ingest_via(client, files, args)
+
+            def through_daemon(todo: Sequence[Path]) -> dict[str, Any]:
+                return dict(
+                    client.ingest(
+                        list(todo),
+                        format=args.format or "",
+                        tenant=args.tenant or "",
+                        segment=args.segment or "",
+                        scope=args.scope.value,
+                        item_budget=args.item_budget,
+                        curate=not args.no_curate,
+                    )
+                )
+
+            _ingest_passes(through_daemon, files, args)
         return
     with _node(args) as node:
         ingestor, ladder = memory_layers(args.home, node)
-        seen = _snapshot(files)
-        print(json.dumps(_ingest_pass(node, ingestor, ladder, files, args)), flush=True)
-        if not args.watch:
-            return
-        print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
-        try:
-            while True:
-                time.sleep(args.interval)
-                now_seen = _snapshot(_ingest_paths(args.paths))
-                changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
-                seen = now_seen
-                if changed:
-                    try:
-                        print(json.dumps(_ingest_pass(node, ingestor, ladder, changed, args)), flush=True)
-                    except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
-                        print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
-                        seen = {f: m for f, m in seen.items() if f not in changed}
-        except KeyboardInterrupt:
-            print("gaml: stopped watching", file=sys.stderr)
+        _ingest_passes(lambda todo: _ingest_pass(node, ingestor, ladder, todo, args), files, args)
 
 
-def _ingest_via(client: Any, files: Sequence[Path], args: argparse.Namespace) -> None:
-    """``gaml ingest`` through the daemon: each pass streams the files (all, then those that changed) to it."""
-
-    def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
-        return dict(
-            client.ingest(
-                list(todo),
-                format=args.format or "",
-                tenant=args.tenant or "",
-                segment=args.segment or "",
-                scope=args.scope.value,
-                item_budget=args.item_budget,
-                curate=not args.no_curate,
-            )
-        )
-
+def _ingest_passes(
+    one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], args: argparse.Namespace
+) -> None:
+    """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
+    JSON line), whether the passes run on the store or through the daemon."""
     seen = _snapshot(files)
     print(json.dumps(one_pass(files)), flush=True)
     if not args.watch:
         return
-    print(f"gaml: watching {len(files)} file(s) for the daemon; Ctrl-C stops", file=sys.stderr, flush=True)
+    print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(args.interval)
@@ -611,7 +595,7 @@ def _ingest_via(client: Any, files: Sequence[Path], args: argparse.Namespace) ->
             if changed:
                 try:
                     print(json.dumps(one_pass(changed)), flush=True)
-                except (InvalidInput, OSError) as e:
+                except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
                     print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
                     seen = {f: m for f, m in seen.items() if f not in changed}
     except KeyboardInterrupt:
@@ -625,14 +609,6 @@ def cmd_curate(args: argparse.Namespace) -> None:
         with _progress(len(todo), "curate", unit="source") as bar:
             report = ladder.curate(now_us(), todo, progress=bar.update)
     print(json.dumps(report.to_json()))
-
-
-def _counter(name: str) -> TokenCounter:
-    if name == "heuristic":
-        return HeuristicCounter()
-    from node.bpe import BpeCounter
-
-    return BpeCounter(name)
 
 
 def _hydration_principal(node: Node, given: str | None) -> str:
@@ -674,7 +650,7 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
             )
         _print_hydration(out_json, args)
         return
-    counter = _counter(args.counter)
+    counter = make_counter(args.counter)
     with _node(args, checkpoint=False) as node:
         _, ladder = memory_layers(args.home, node)
         hydrator = Hydrator(node, counter, on_read=ladder.visit)

@@ -62,7 +62,8 @@ from grpc_reflection.v1alpha import reflection
 
 from node import certs
 from node.file_keychain import FileKeychain, Unlock
-from node.home import memory_layers, open_node, read_config
+from node.files import write_atomic
+from node.home import make_counter, memory_layers, open_node, read_config
 from node.service import (
     DeadlineExceeded,
     Limits,
@@ -72,7 +73,7 @@ from node.service import (
     Unauthenticated,
     Unavailable,
 )
-from node.tokens import HeuristicCounter, TokenCounter
+from node.tokens import TokenCounter
 from policy import crypto
 from policy.access import Principal, PrincipalKind
 from policy.errors import GamlError, InvalidInput, StoreError
@@ -257,18 +258,6 @@ class Options:
     counter: Callable[[str], TokenCounter] | None = None
 
 
-def _counter(name: str) -> TokenCounter:
-    if name == "heuristic":
-        return HeuristicCounter()
-    if name in ("cl100k_base", "o200k_base"):
-        try:
-            from node.bpe import BpeCounter
-        except ImportError:  # the dev extra is not installed
-            raise InvalidInput(f"the {name} counter needs `pip install bpe-openai`; use heuristic") from None
-        return BpeCounter(name)
-    raise InvalidInput(f"unknown token counter {name!r}: heuristic, cl100k_base or o200k_base")
-
-
 class Daemon:
     """The service of one home. ``await serve()`` runs until :meth:`request_stop` (or SIGTERM/SIGINT)."""
 
@@ -316,6 +305,11 @@ class Daemon:
         with contextlib.suppress(RuntimeError):  # the loop already closed
             loop.call_soon_threadsafe(stop.set)
 
+    @property
+    def address(self) -> str | None:
+        """The TCP address served (``--listen`` with the port actually bound), or ``None``."""
+        return self.opts.listen and f"{self.opts.listen.rsplit(':', 1)[0]}:{self.tcp_port}"
+
     def wait_ready(self, timeout: float) -> bool:
         """Block until the daemon serves (for a thread that started it); False on timeout."""
         return self._ready.wait(timeout)
@@ -324,7 +318,7 @@ class Daemon:
         node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
         try:
             ingestor, ladder = memory_layers(self.home, node)
-            svc = MemoryService(node, ingestor, ladder, self.opts.counter or _counter)
+            svc = MemoryService(node, ingestor, ladder, self.opts.counter or make_counter)
             name = self._cfg_principal
             if not name:
                 users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
@@ -358,7 +352,7 @@ class Daemon:
             _event(
                 "serving",
                 socket=str(self.socket_path),
-                listen=self.opts.listen and f"{self.opts.listen.rsplit(':', 1)[0]}:{self.tcp_port}",
+                listen=self.address,
                 principal=self.local_principal,
                 node_id=self.service.node.node_id[:16],
             )
@@ -423,16 +417,13 @@ class Daemon:
         info = {
             "pid": os.getpid(),
             "socket": str(self.socket_path),
-            "listen": self.opts.listen and f"{self.opts.listen.rsplit(':', 1)[0]}:{self.tcp_port}",
+            "listen": self.address,
             "principal": self.local_principal,
             "version": VERSION,
         }
         p = info_path(self.home)
         p.parent.mkdir(mode=0o700, exist_ok=True)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info))
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, p)
+        write_atomic(p, json.dumps(info).encode(), mode=0o600)
 
     async def _shutdown(self, server: grpc.aio.Server | None, health: HealthServicer) -> None:
         if self._gate is not None:

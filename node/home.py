@@ -31,9 +31,10 @@ from node.privacy import Rules
 from node.rocks_kv import RocksKV
 from node.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from node.tiers import TierPolicy
+from node.tokens import HeuristicCounter, TokenCounter
 from node.vectors import AdaptiveFactory
 from policy import crypto
-from policy.errors import GamlError, KeychainError
+from policy.errors import GamlError, InvalidInput, KeychainError
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
 
 CONFIG_FORMAT = "gaml-home-1"
@@ -52,6 +53,20 @@ def make_embedder(name: str) -> Embedder:
 
         return MiniLMEmbedder()
     raise GamlError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
+
+
+def make_counter(name: str) -> TokenCounter:
+    """The token counter ``name``: ``heuristic`` (the built-in estimate of cl100k), ``cl100k_base`` or ``o200k_base``
+    (real BPE tables, from the dev extra's bpe-openai)."""
+    if name == "heuristic":
+        return HeuristicCounter()
+    if name in ("cl100k_base", "o200k_base"):
+        try:
+            from node.bpe import BpeCounter
+        except ImportError:  # the dev extra is not installed
+            raise InvalidInput(f"the {name} counter needs `pip install bpe-openai`; use heuristic") from None
+        return BpeCounter(name)
+    raise InvalidInput(f"unknown token counter {name!r}: heuristic, cl100k_base or o200k_base")
 
 
 def read_config(home: Path) -> dict[str, Any]:

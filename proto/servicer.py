@@ -171,19 +171,17 @@ _LOCATIONS: Final = {
 _LOCATION_PB: Final = {v: k for k, v in _LOCATIONS.items() if k != memory_pb2.LOCATION_UNSPECIFIED}
 _SEARCH_MODES: Final = {0: "hybrid", 1: "hybrid", 2: "dense", 3: "lexical"}
 _HYDRATION_MODES: Final = {0: "auto", 1: "auto", 2: "hybrid", 3: "semantic", 4: "lexical", 5: "recency"}
-_LEVELS: Final = {asset_pb2.LEVEL_L0: Level.L0, asset_pb2.LEVEL_L1: Level.L1, asset_pb2.LEVEL_L2: Level.L2}
-_LEVELS[asset_pb2.LEVEL_L3] = Level.L3
-_LEVEL_PB: Final = {v: k for k, v in _LEVELS.items()}
-_SCOPES: Final = {
-    number: PrivacyScope[name.removeprefix("PRIVACY_SCOPE_")]
-    for name, number in asset_pb2.PrivacyScope.items()
-    if number != asset_pb2.PRIVACY_SCOPE_UNSPECIFIED
-}
-_TYPES: Final = {
-    number: AssetType[name.removeprefix("ASSET_TYPE_")]
-    for name, number in asset_pb2.AssetType.items()
-    if number != asset_pb2.ASSET_TYPE_UNSPECIFIED
-}
+
+
+def _by_number(pb_enum: Any, prefix: str, domain: Any) -> dict[int, Any]:
+    """Wire number -> domain member for an enum whose values are ``<PREFIX>_<MEMBER>`` (UNSPECIFIED left out)."""
+    return {n: domain[name.removeprefix(prefix)] for name, n in pb_enum.items() if n != 0}
+
+
+_LEVELS: Final = _by_number(asset_pb2.Level, "LEVEL_", Level)
+_LEVEL_PB: Final[dict[Level, Any]] = {v: k for k, v in _LEVELS.items()}
+_SCOPES: Final = _by_number(asset_pb2.PrivacyScope, "PRIVACY_SCOPE_", PrivacyScope)
+_TYPES: Final = _by_number(asset_pb2.AssetType, "ASSET_TYPE_", AssetType)
 
 
 def _enum(table: Mapping[Any, T], number: int, field: str, default: T | None = None) -> T:
