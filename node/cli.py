@@ -42,7 +42,7 @@ from policy.errors import (
     StoreError,
     StoreLocked,
 )
-from policy.model import AssetType, Level, PrivacyScope
+from policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
 from proto.convert import asset_to_json, draft_from_json
 
 
@@ -532,6 +532,7 @@ def _ingest_pass(
         tenant=args.tenant or "",
         segment=args.segment or "",
         scope=args.scope,
+        replication=args.replicate,
         item_budget=args.item_budget,
     )
     now = now_us()
@@ -564,6 +565,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                         tenant=args.tenant or "",
                         segment=args.segment or "",
                         scope=args.scope.value,
+                        replication=args.replicate.value,
                         item_budget=args.item_budget,
                         curate=not args.no_curate,
                     )
@@ -737,8 +739,151 @@ def cmd_maintain(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     from node.daemon import Options, run
 
-    opts = Options(socket_path=args.socket, listen=args.listen, local_principal=args.principal, grace_s=args.grace)
+    opts = Options(
+        socket_path=args.socket,
+        listen=args.listen,
+        local_principal=args.principal,
+        grace_s=args.grace,
+        p2p=args.p2p or None,
+        peers=args.peer,
+    )
     run(args.home, _unlock(), opts)
+
+
+# -- replication: pairing, subnets, peers ------------------------------------------------------------------------------
+
+
+def _replica(node: Node) -> Any:
+    from node.replica import Replica
+
+    return Replica(node)
+
+
+def _own_addresses(args: argparse.Namespace, node_id: str) -> list[str]:
+    """Where this node listens, for an invitation: the configured addresses with a fixed port."""
+    from crdt.p2p import peer_id_of
+    from node.pairing import p2p_config
+
+    fixed = [a for a in p2p_config(args.home)["listen"] if not a.rstrip("/").endswith("/tcp/0")]
+    return [f"{a.rstrip('/')}/p2p/{peer_id_of(node_id)}" for a in fixed]
+
+
+def _invite(args: argparse.Namespace, kind: str, name: str, label: str | None, create: bool) -> None:
+    from node.pairing import write_invitation
+
+    role = "relay" if args.relay else "member"
+    with _node(args) as node:
+        rep = _replica(node)
+        now = now_us()
+        bid = rep.boundary_for(kind, label) if label is not None else rep.find(name)
+        if bid is None:
+            if not create:
+                raise InvalidInput(f"no {kind} boundary {name!r} here")
+            bid = rep.create(kind, name, label, now).id
+        roster = rep.invite(bid, args.node_id, role, now)
+        addresses = _own_addresses(args, node.node_id)
+    write_invitation(args.out, roster.encode(), addresses)
+    print(
+        json.dumps(
+            {
+                "boundary": roster.boundary.name,
+                "kind": kind,
+                "invited": args.node_id,
+                "role": role,
+                "version": roster.version,
+                "invitation": str(args.out),
+                "peers": addresses,
+            }
+        )
+    )
+
+
+def _join(args: argparse.Namespace, path: Path) -> None:
+    from node.pairing import read_invitation, update_p2p
+
+    roster, peers = read_invitation(path)
+    with _node(args) as node:
+        boundary = _replica(node).join(roster, now_us())
+    update_p2p(args.home, add_peers=peers)
+    print(json.dumps({"joined": boundary.name, "kind": boundary.kind, "label": boundary.label, "peers": peers}))
+
+
+def _local_user(args: argparse.Namespace, node: Node) -> str:
+    name = read_config(args.home).get("local_principal")
+    if name:
+        return str(name)
+    users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
+    if len(users) != 1:
+        raise InvalidInput(f"whose devices? this node has {len(users)} users; name one with --owner")
+    return users[0]
+
+
+def cmd_pair(args: argparse.Namespace) -> None:
+    if args.join:
+        if args.node_id:
+            raise InvalidInput("give either a NODE_ID to invite or --join FILE, not both")
+        _join(args, args.join)
+        return
+    if not args.node_id or not args.out:
+        raise InvalidInput(
+            "gaml pair NODE_ID --out FILE (on a device you have), or gaml pair --join FILE (on the new one)"
+        )
+    owner = args.owner
+    if not owner:
+        with _node(args, checkpoint=False) as node:
+            owner = _local_user(args, node)
+    _invite(args, "devices", f"{owner}-devices", owner, create=True)
+
+
+def cmd_subnet_create(args: argparse.Namespace) -> None:
+    with _node(args) as node:
+        b = _replica(node).create(args.kind, args.name, args.tenant, now_us())
+    print(json.dumps({"created": b.name, "kind": b.kind, "tenant": b.label, "id": b.id.hex()}))
+
+
+def cmd_subnet_invite(args: argparse.Namespace) -> None:
+    _invite(args, "subnet", args.name, None, create=False)
+
+
+def cmd_subnet_join(args: argparse.Namespace) -> None:
+    _join(args, args.file)
+
+
+def cmd_subnet_remove(args: argparse.Namespace) -> None:
+    with _node(args) as node:
+        rep = _replica(node)
+        roster = rep.remove(rep.find(args.name), args.node_id, now_us())
+    print(json.dumps({"boundary": roster.boundary.name, "removed": args.node_id, "epoch": roster.epoch}))
+
+
+def cmd_peers(args: argparse.Namespace) -> None:
+    from node.daemon import pid_alive, read_info, replication_path
+
+    info = read_info(args.home)
+    if info and pid_alive(int(info.get("pid", 0))):
+        try:
+            out = json.loads(replication_path(args.home).read_text())
+        except (OSError, ValueError):
+            raise StoreError(
+                f"the daemon (pid {info['pid']}) runs without replication, or has not reported yet"
+            ) from None
+    else:
+        with _node(args, checkpoint=False) as node:
+            from node.pairing import p2p_config
+
+            out = {"node_id": node.node_id, "p2p": p2p_config(args.home), "boundaries": _replica(node).describe()}
+            out["running"] = False
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return
+    print(f"this node  {out['node_id']}" + ("" if out.get("running", True) else "  (not running)"))
+    for a in out.get("addresses", []):
+        print(f"  listens  {a}")
+    for b in out["boundaries"]:
+        print(f"{b['kind']:8} {b['name']} ({b['label']})  role {b['role']}  epoch {b['epoch']}  v{b['version']}")
+        for m in b["members"]:
+            live = out.get("connected", {}).get(m["node"])
+            print(f"    {m['role']:6} {m['node'][:16]}…" + ("  connected" if live else ""))
 
 
 def _keychain(args: argparse.Namespace) -> FileKeychain:
@@ -943,6 +1088,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=PrivacyScope.USER_PRIVATE,
         help="privacy scope of the items (default user_private; personal data stays local_only whatever this says)",
     )
+    s.add_argument(
+        "--replicate",
+        type=_enum(ReplicationPolicy),
+        default=ReplicationPolicy.NONE,
+        help="how far the items replicate (trusted_devices, private_subnet, …; the scope caps it; default none)",
+    )
     s.add_argument("--item-budget", type=_positive, default=5000, help="items kept per session (default 5000)")
     s.add_argument("--no-curate", action="store_true", help="leave curation for later (`gaml curate`)")
     s.add_argument("--watch", action="store_true", help="keep watching the files and ingest what is appended")
@@ -990,6 +1141,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--listen", metavar="HOST:PORT", help="also serve TCP, mutual TLS only (needs `gaml certs init`)")
     s.add_argument("--principal", help="who callers on the socket are (default: config local_principal, the only user)")
     s.add_argument("--grace", type=_seconds, default=10.0, help="seconds in-flight calls get at shutdown (default 10)")
+    s.add_argument(
+        "--p2p",
+        action="append",
+        metavar="MULTIADDR",
+        help="replicate over libp2p, listening here (repeatable; default config p2p.listen, else "
+        "/ip4/127.0.0.1/tcp/0 once the node is in a boundary)",
+    )
+    s.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="MULTIADDR",
+        help="a peer to dial and keep dialling (…/p2p/<peer id>; repeatable; besides config p2p.peers)",
+    )
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("certs", help="the node CA and client certificates for TCP with mutual TLS")
@@ -1017,6 +1182,39 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_certs_revoke)
     a = csub.add_parser("list", help="the client certificates issued (no keys)")
     a.set_defaults(func=cmd_certs_list)
+
+    s = sub.add_parser("pair", help="add a device to your trusted devices (prints an invitation), or --join one")
+    s.add_argument("node_id", nargs="?", help="the new device's node id (`gaml peers` on it shows it)")
+    s.add_argument("--out", type=Path, help="where to write the invitation for the new device")
+    s.add_argument("--owner", help="whose devices (default: config local_principal, or the node's only user)")
+    s.add_argument("--relay", action="store_true", help="a relay: it carries the devices' ciphertext, reads nothing")
+    s.add_argument("--join", type=Path, metavar="FILE", help="on the new device: join with the invitation FILE")
+    s.set_defaults(func=cmd_pair)
+
+    s = sub.add_parser("subnet", help="enterprise subnets and tenant boundaries: create, invite, join, remove")
+    nsub = s.add_subparsers(dest="subnet_command", required=True, metavar="create|invite|join|remove")
+    a = nsub.add_parser("create", help="a new boundary administered by this node (its admin key stays here)")
+    a.add_argument("name")
+    a.add_argument("--tenant", required=True, help="the tenant whose assets replicate inside it")
+    a.add_argument("--kind", choices=("subnet", "tenant"), default="subnet")
+    a.set_defaults(func=cmd_subnet_create)
+    a = nsub.add_parser("invite", help="add a member node (or a relay) and write its invitation")
+    a.add_argument("name")
+    a.add_argument("node_id")
+    a.add_argument("--out", type=Path, required=True)
+    a.add_argument("--relay", action="store_true", help="a relay: it carries ciphertext, reads nothing")
+    a.set_defaults(func=cmd_subnet_invite)
+    a = nsub.add_parser("join", help="join with an invitation file")
+    a.add_argument("file", type=Path)
+    a.set_defaults(func=cmd_subnet_join)
+    a = nsub.add_parser("remove", help="remove a node: the group key rotates, the node receives nothing new")
+    a.add_argument("name")
+    a.add_argument("node_id")
+    a.set_defaults(func=cmd_subnet_remove)
+
+    s = sub.add_parser("peers", help="this node's id, its boundaries, their members and the live connections")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_peers)
 
     s = sub.add_parser("stats", help="counts, partitions and index state")
     s.add_argument("--json", action="store_true")

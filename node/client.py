@@ -211,6 +211,7 @@ class Client:
         tenant: str = "",
         segment: str = "",
         scope: str = "",
+        replication: str = "",
         item_budget: int = 0,
         curate: bool = True,
         timeout_s: float | None = None,
@@ -227,6 +228,7 @@ class Client:
                     tenant=tenant,
                     segment=segment,
                     scope=_wire(asset_pb2.PrivacyScope, "PRIVACY_SCOPE", scope),
+                    replication=_wire(asset_pb2.ReplicationPolicy, "REPLICATION_POLICY", replication),
                     item_budget=item_budget,
                 )
                 yield memory_pb2.IngestRequest(file=header, no_curate=first and not curate)

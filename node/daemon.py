@@ -64,6 +64,9 @@ from node import certs
 from node.file_keychain import FileKeychain, Unlock
 from node.files import write_atomic
 from node.home import make_counter, memory_layers, open_node, read_config
+from node.pairing import p2p_config
+from node.replica import Replica
+from node.replicator import Replicator
 from node.service import (
     DeadlineExceeded,
     Limits,
@@ -77,12 +80,14 @@ from node.tokens import TokenCounter
 from policy import crypto
 from policy.access import Principal, PrincipalKind
 from policy.errors import GamlError, InvalidInput, StoreError
+from policy.keychain import NODE_IDENTITY_REF
 from proto.servicer import SERVICE, MemoryServicer, handlers
 
 T = TypeVar("T")
 VERSION: Final = "0.1.0"
 RUN_DIR: Final = "run"
 SOCKET_NAME: Final = "gaml.sock"
+WRITES: Final = frozenset({"Put", "Ingest", "Forget"})  # calls after which replication ticks at once
 INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -110,6 +115,11 @@ def configure_logging(stream: Any = None, level: int = logging.INFO) -> None:
 
 def _event(event: str, level: int = logging.INFO, **fields: Any) -> None:
     log.log(level, event, extra={"fields": fields})
+
+
+def replication_path(home: Path) -> Path:
+    """What a running daemon reports of replication (``gaml peers``)."""
+    return run_dir(home) / "replication.json"
 
 
 def run_dir(home: Path) -> Path:
@@ -170,6 +180,18 @@ class CoreLane:
                 self.busy_s += time.perf_counter() - t0
 
         return await asyncio.get_running_loop().run_in_executor(self._pool, job)
+
+    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """Queue ``fn`` on the core thread from anywhere (the trio side waits on the future its own way)."""
+
+        def job() -> T:
+            t0 = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                self.busy_s += time.perf_counter() - t0
+
+        return self._pool.submit(job)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -235,6 +257,13 @@ class TrioGuest:
     def running(self) -> bool:
         return self._token is not None and self._done is not None and not self._done.done()
 
+    @property
+    def nursery(self) -> trio.Nursery:
+        """The guest run's nursery, for tasks that live as long as the daemon (call it from a trio task)."""
+        if self._nursery is None:
+            raise Unavailable("trio is not running")
+        return self._nursery
+
     async def stop(self) -> None:
         if self._token is None or self._stop is None or self._done is None:
             return
@@ -256,6 +285,8 @@ class Options:
     grace_s: float = 10.0
     embedder: Any = None  # an Embedder to use instead of the configured one (tests)
     counter: Callable[[str], TokenCounter] | None = None
+    p2p: list[str] | None = None  # libp2p listen multiaddrs (default: config.json p2p.listen, loopback)
+    peers: list[str] = dataclasses.field(default_factory=list)  # bootstrap peers besides config.json p2p.peers
 
 
 class Daemon:
@@ -280,6 +311,8 @@ class Daemon:
         self.trio = TrioGuest()
         self.revocations = certs.Revocations(home)
         self.service: MemoryService | None = None
+        self.replicator: Replicator | None = None
+        self.p2p_addrs: list[str] = []
         self.local_principal = ""
         self.tcp_port: int | None = None
         self.started = time.monotonic()
@@ -324,10 +357,27 @@ class Daemon:
                 users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
                 name = users[0] if len(users) == 1 else getpass.getuser()
             self.local_principal = svc.ensure_user(name).id
+            self.replicator = self._replicator(svc, ladder)
         except BaseException:
             node.close(checkpoint=False)
             raise
         return svc
+
+    def _replicator(self, svc: MemoryService, ladder: Any) -> Replicator | None:
+        """Replication, when this node is in a boundary or was told where to listen (core thread)."""
+        replica = Replica(svc.node, erase=lambda id_, now: ladder.forget(id_, now, reason="replicated tombstone"))
+        cfg = p2p_config(self.home)
+        if not replica.boundary_ids() and self.opts.p2p is None:
+            return None
+        seed = svc.node.store.keychain.get(NODE_IDENTITY_REF)
+        return Replicator(
+            replica,
+            seed,
+            self.lane.submit,
+            replication_path(self.home),
+            listen=self.opts.p2p or cfg["listen"],
+            peers=[*cfg["peers"], *self.opts.peers],
+        )
 
     def _close(self) -> None:
         if self.service is not None:
@@ -346,6 +396,8 @@ class Daemon:
         health = HealthServicer()
         try:
             await self.trio.start()
+            if self.replicator is not None:
+                self.p2p_addrs = await self.trio.call(self._start_p2p)
             server = await self._start_grpc(health)
             await self._start_gate()
             self._write_info()
@@ -362,6 +414,10 @@ class Daemon:
         finally:
             self._stopping = True
             await self._shutdown(server, health)
+
+    async def _start_p2p(self) -> list[str]:
+        assert self.replicator is not None
+        return await self.replicator.start(self.trio.nursery)
 
     async def _start_grpc(self, health: HealthServicer) -> grpc.aio.Server:
         limit = self.limits.largest_request_bytes
@@ -420,6 +476,7 @@ class Daemon:
             "listen": self.address,
             "principal": self.local_principal,
             "version": VERSION,
+            "p2p": self.p2p_addrs,
         }
         p = info_path(self.home)
         p.parent.mkdir(mode=0o700, exist_ok=True)
@@ -436,6 +493,9 @@ class Daemon:
             await server.stop(self.opts.grace_s)  # drains in-flight calls, then cancels what is left
         for t in list(self._pumps):
             t.cancel()
+        if self.replicator is not None and self.trio.running:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.trio.call(self.replicator.stop), 30)
         try:
             await self.lane.run(self._close)  # flush and snapshot the indexes, on the core thread
         finally:
@@ -553,7 +613,10 @@ class Daemon:
                 c = caller if caller is not None else svc.ensure_user(who)
                 return fn(c, time.time_ns() // 1000)
 
-            return await self.lane.run(job, deadline=deadline)
+            result = await self.lane.run(job, deadline=deadline)
+            if method in WRITES and self.replicator is not None:
+                self.replicator.poke()  # the write travels now, not at the next tick
+            return result
         except GamlError as e:
             outcome = type(e).__name__
             raise

@@ -58,6 +58,7 @@ from policy.model import (
     Creator,
     Level,
     PrivacyScope,
+    ReplicationPolicy,
     SourcePointer,
     TrustClass,
     item_id,
@@ -135,6 +136,8 @@ class IngestOptions:
     tenant: str = ""
     segment: str = ""
     scope: PrivacyScope = PrivacyScope.USER_PRIVATE
+    # How far the items may replicate (policy.replication: the scope caps it); none by default.
+    replication: ReplicationPolicy = ReplicationPolicy.NONE
     item_budget: int = 5000  # items per session
     shares: Mapping[str, float] = dataclasses.field(default_factory=lambda: dict(DEFAULT_SHARES))
     conclusion_chars: int = 4000  # assistant text longer than this keeps its head and tail
@@ -550,6 +553,7 @@ class Ingestor:
             provenance_score=1.0,
             trust_class=TrustClass.LOWER_TRUST if risk else TrustClass.UNVERIFIED,
             privacy_scope=PrivacyScope.LOCAL_ONLY if p.local_only else opts.scope,
+            replication_policy=opts.replication,
             goal=p.goal,
             level=Level.L0,
             segment=opts.segment,

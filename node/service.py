@@ -27,7 +27,7 @@ from node.retrieve import Result
 from node.tokens import TokenCounter
 from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
 from policy.errors import GamlError, InvalidInput
-from policy.model import Asset, AssetType, Level, PrivacyScope
+from policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 
 MAX_SEARCH_K: Final = 1000
 MAX_LOG_LIMIT: Final = 10_000
@@ -152,6 +152,7 @@ class IngestFile:
     segment: str = ""
     scope: PrivacyScope = PrivacyScope.USER_PRIVATE
     item_budget: int = 5000
+    replication: ReplicationPolicy = ReplicationPolicy.NONE
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 4096 or "\x00" in self.name:
@@ -227,7 +228,12 @@ class MemoryService:
         parsed = [(f, parse(f.data, f.name.rsplit("/", 1)[-1], f.format or None, origin=f.name)) for f in files]
         for f, sources in parsed:
             opts = IngestOptions(
-                owner=caller.user, tenant=f.tenant, segment=f.segment, scope=f.scope, item_budget=f.item_budget
+                owner=caller.user,
+                tenant=f.tenant,
+                segment=f.segment,
+                scope=f.scope,
+                replication=f.replication,
+                item_budget=f.item_budget,
             )
             report = self.ingestor.ingest(sources, opts, now).to_json()
             for k, v in report.items():

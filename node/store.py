@@ -898,6 +898,14 @@ class Store:
             }
         )
 
+    def journal_after(self, seq: int, limit: int = 4096) -> list[tuple[int, bytes, str]]:
+        """Journal entries after ``seq`` in order: (sequence, op, asset id), op one of ``OP_PUT``, ``OP_TOMBSTONE``,
+        ``OP_MOVED_OUT``. Replication follows the journal to turn every write, whatever its path, into objects."""
+        out = []
+        for key, event in self.kv.load_range("journal", pack(seq + 1), limit=limit):
+            out.append((struct.unpack(">Q", key)[0], event[:1], self.id_of(event[1:17])))
+        return out
+
     def live_ids(self) -> list[str]:
         """Ids of every live asset (from the in-memory views; no record is read)."""
         return sorted(i for live in self._live.values() for i in live.views.views)

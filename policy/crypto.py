@@ -3,6 +3,9 @@
 - Signatures: Ed25519 (PyNaCl) over canonical encodings.
 - Sealing: XChaCha20-Poly1305 (IETF AEAD, 24-byte random nonce) with associated data that binds what the bytes are
   (asset id, partition, key epoch), so a sealed blob moved under another id or partition fails to open.
+- Boxes (sealing to a node): X25519 (the recipient's Ed25519 node key, converted) with an ephemeral key, HKDF-SHA256,
+  then the same AEAD. A node needs no second key pair to receive a group key: its node identity is enough.
+- Digests: SHA-256, for content addresses (replicated objects are named by the digest of their bytes).
 - Key derivation: HKDF-SHA256 (cryptography) under named, versioned tags; keyed BLAKE2b for blind identifiers.
 - Passphrases: Argon2id (libsodium via PyNaCl).
 - Certificates for the daemon's mutual TLS: ECDSA P-256 keys and X.509 certificates (cryptography), signed
@@ -43,6 +46,10 @@ NONCE_BYTES: Final = 24
 KEY_BYTES: Final = 32
 TAG_BYTES: Final = 16
 SEAL_OVERHEAD: Final = 1 + NONCE_BYTES + TAG_BYTES
+BOX_FORMAT: Final = b"\x02"  # format byte of a box: 0x02 = ephemeral X25519 + HKDF-SHA256 + XChaCha20-Poly1305
+X25519_BYTES: Final = 32
+BOX_OVERHEAD: Final = 1 + X25519_BYTES + NONCE_BYTES + TAG_BYTES
+DIGEST_BYTES: Final = 32
 
 # Named, versioned derivation tags (never reuse a tag for another purpose).
 META_KEY_TAG: Final = b"gaml_meta_key_v1"
@@ -50,6 +57,9 @@ BLIND_INDEX_TAG: Final = b"gaml_blind_index_v1"
 PARTITION_ID_TAG: Final = b"gaml_partition_id_v1"
 STORAGE_ID_TAG: Final = b"gaml_storage_id_v1"
 KEYCHAIN_AAD: Final = b"gaml_keychain_v1"
+# HKDF salt of a box's key (the info is eph_pub | recipient X25519 public key). Not named *_TAG: the tags are pinned in
+# tests/vectors/crypto.json; this one is pinned by test_crypto.py's box vector until the vectors are regenerated.
+BOX_KDF_SALT: Final = b"gaml/box/1"
 
 ARGON2_OPSLIMIT: Final = nacl.pwhash.argon2id.OPSLIMIT_INTERACTIVE
 ARGON2_MEMLIMIT: Final = nacl.pwhash.argon2id.MEMLIMIT_INTERACTIVE
@@ -100,6 +110,10 @@ class SigningKey:
     def sign(self, message: bytes) -> bytes:
         return self._key.sign(message).signature
 
+    def _x25519_secret(self) -> bytes:
+        """The X25519 secret of this identity (RFC 7748 form of the Ed25519 seed), for :func:`box_open` only."""
+        return bytes(self._key.to_curve25519_private_key())
+
     def __repr__(self) -> str:  # never print key material
         return f"SigningKey(public={self.public_key.hex()[:16]}…)"
 
@@ -135,6 +149,75 @@ def open_sealed(key: bytes, blob: bytes, aad: bytes) -> bytes:
         return bytes(_sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(ct, aad, nonce, key))
     except nacl.exceptions.CryptoError as e:
         raise DecryptionFailed("authentication failed: wrong key, wrong context, or altered bytes") from e
+
+
+# -- boxes: sealing to a node's identity -----------------------------------------------------------------------------
+
+
+def x25519_public(ed25519_public: bytes) -> bytes:
+    """The X25519 public key of an Ed25519 public key (the birational map of RFC 7748 §4.1).
+
+    :class:`InvalidInput` if ``ed25519_public`` is not 32 bytes or not a point of the curve.
+    """
+    if not isinstance(ed25519_public, bytes) or len(ed25519_public) != 32:
+        raise InvalidInput("an Ed25519 public key is 32 bytes")
+    try:
+        return bytes(_sodium.crypto_sign_ed25519_pk_to_curve25519(ed25519_public))
+    except nacl.exceptions.CryptoError:
+        raise InvalidInput("not an Ed25519 public key (not a point of the curve)") from None
+
+
+def _box_key(shared: bytes, eph_public: bytes, recipient: bytes) -> bytes:
+    return derive_key(shared, BOX_KDF_SALT, eph_public + recipient)
+
+
+def box_seal(recipient_ed25519_public: bytes, plaintext: bytes, aad: bytes, entropy: Entropy) -> bytes:
+    """Seal ``plaintext`` so that only the holder of ``recipient_ed25519_public``'s seed can open it, binding ``aad``.
+
+    An ephemeral X25519 key (from ``entropy``) agrees a secret with the recipient's X25519 key; HKDF-SHA256 under
+    :data:`BOX_KDF_SALT`, with both public keys as info, makes the AEAD key. Anonymous (the sender is not
+    authenticated): bind who may have sent it with a signature over the whole. Format: :data:`BOX_FORMAT` |
+    eph_pub (32) | nonce (24) | ciphertext+tag; :data:`BOX_OVERHEAD` bytes over the plaintext.
+    :class:`InvalidInput` if the recipient key is not a usable Ed25519 public key.
+    """
+    recipient = x25519_public(recipient_ed25519_public)
+    eph_secret = entropy.random_bytes(X25519_BYTES)
+    eph_public = bytes(_sodium.crypto_scalarmult_base(eph_secret))
+    try:
+        shared = bytes(_sodium.crypto_scalarmult(eph_secret, recipient))
+    except nacl.exceptions.CryptoError:  # a low-order point: the "shared" secret would be all zeros
+        raise InvalidInput("the recipient key is a point of small order; it cannot receive a box") from None
+    nonce = entropy.random_bytes(NONCE_BYTES)
+    key = _box_key(shared, eph_public, recipient)
+    ct = _sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, aad, nonce, key)
+    return BOX_FORMAT + eph_public + nonce + ct
+
+
+def box_open(identity: SigningKey, blob: bytes, aad: bytes) -> bytes:
+    """Inverse of :func:`box_seal` for the recipient ``identity``.
+
+    :class:`DecryptionFailed` on anything wrong: another recipient, other ``aad``, altered or truncated bytes.
+    """
+    if not isinstance(blob, bytes) or len(blob) < BOX_OVERHEAD or blob[:1] != BOX_FORMAT:
+        raise DecryptionFailed("not a GAML box (bad format byte or too short)")
+    eph_public = blob[1 : 1 + X25519_BYTES]
+    nonce = blob[1 + X25519_BYTES : 1 + X25519_BYTES + NONCE_BYTES]
+    ct = blob[1 + X25519_BYTES + NONCE_BYTES :]
+    secret = identity._x25519_secret()
+    try:
+        shared = bytes(_sodium.crypto_scalarmult(secret, eph_public))
+        key = _box_key(shared, eph_public, bytes(_sodium.crypto_scalarmult_base(secret)))
+        return bytes(_sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(ct, aad, nonce, key))
+    except nacl.exceptions.CryptoError as e:
+        raise DecryptionFailed("the box does not open: another recipient, another context, or altered bytes") from e
+
+
+# -- digests -------------------------------------------------------------------------------------------------------
+
+
+def digest(data: bytes) -> bytes:
+    """SHA-256 of ``data`` (32 bytes): a content address, not a secret (anyone can compute it from the bytes)."""
+    return hashlib.sha256(data).digest()
 
 
 # -- derivation ----------------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from policy.errors import (
     StoreCorrupt,
     StoreError,
 )
-from policy.model import AssetType, Level, PrivacyScope
+from policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
 from proto.convert import asset_to_pb, draft_from_json
 from proto.gaml.v1 import asset_pb2, memory_pb2
 
@@ -182,6 +182,7 @@ _LEVELS: Final = _by_number(asset_pb2.Level, "LEVEL_", Level)
 _LEVEL_PB: Final[dict[Level, Any]] = {v: k for k, v in _LEVELS.items()}
 _SCOPES: Final = _by_number(asset_pb2.PrivacyScope, "PRIVACY_SCOPE_", PrivacyScope)
 _TYPES: Final = _by_number(asset_pb2.AssetType, "ASSET_TYPE_", AssetType)
+_REPLICATION: Final = _by_number(asset_pb2.ReplicationPolicy, "REPLICATION_POLICY_", ReplicationPolicy)
 
 
 def _enum(table: Mapping[Any, T], number: int, field: str, default: T | None = None) -> T:
@@ -381,6 +382,7 @@ class MemoryServicer:
                 tenant=f.tenant,
                 segment=f.segment,
                 scope=_enum(_SCOPES, f.scope, "scope", PrivacyScope.USER_PRIVATE),
+                replication=_enum(_REPLICATION, f.replication, "replication", ReplicationPolicy.NONE),
                 item_budget=f.item_budget or 5000,
             )
             for f, data in files

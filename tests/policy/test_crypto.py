@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from policy import crypto, model
-from policy.errors import BadSignature, DecryptionFailed, GamlError
+from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
 from policy.model import Asset
 
 VECTORS_PATH = Path(__file__).resolve().parents[1] / "vectors" / "crypto.json"
@@ -289,3 +289,123 @@ def test_vector_asset_encoding(vectors: dict[str, Any]) -> None:
     assert asset.canonical_bytes().decode() == v["canonical_bytes"], REGENERATE
     assert asset.signing_bytes().decode() == v["signing_bytes"], REGENERATE
     assert Asset.from_canonical(v["canonical_bytes"].encode()) == asset
+
+
+# -- boxes: sealing to a node's identity ---------------------------------------------------------------------------
+
+RECIPIENT = crypto.SigningKey(bytes(range(0x40, 0x60)))
+BOX_AAD = b"gaml/roster-keys/1|boundary|epoch|node"
+# box_seal(RECIPIENT.public_key, b"group key 32 bytes, in JSON.....", b"gaml/aad", SeededEntropy(7)); see REGENERATE
+BOX_VECTOR = (
+    "02ee9d5d095a5ddd828d3a0066ff0567518113e293c4b60abbdf83a9b2e0d64e032b902f8911e81818f8c99d5d5d9831957504d90e945de2"
+    "e88046a946d547f8d54f8a6cea399cef4cedae820162e59f67b6f195b1bc1e8814e64597eea1e31b8c0bea56febd8d2d41"
+)
+
+
+def test_x25519_public_is_the_standard_conversion() -> None:
+    """x25519_public agrees with libsodium's Ed25519 -> X25519 conversion, and with the secret the box opens with."""
+    import nacl.bindings
+    import nacl.signing
+
+    for seed in (KEY, OTHER_KEY, bytes(range(32))):
+        signer = crypto.SigningKey(seed)
+        expected = bytes(nacl.signing.SigningKey(seed).verify_key.to_curve25519_public_key())
+        assert crypto.x25519_public(signer.public_key) == expected
+        assert bytes(nacl.bindings.crypto_scalarmult_base(signer._x25519_secret())) == expected
+
+
+def test_x25519_public_refuses_non_keys() -> None:
+    """A wrong size, a non-point and a small-order point are refused with InvalidInput."""
+    for bad in (b"", RECIPIENT.public_key[:31], RECIPIENT.public_key + b"\x00", b"\x02" * 32, bytes(32), "ab" * 32):
+        with pytest.raises(InvalidInput):
+            crypto.x25519_public(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput):
+            crypto.box_seal(bad, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(0))  # type: ignore[arg-type]
+
+
+def test_box_round_trip() -> None:
+    """box_open(box_seal(x)) == x for empty, short and large plaintexts; the overhead is BOX_OVERHEAD bytes."""
+    ent = crypto.SeededEntropy(0)
+    for plaintext in (b"", b"k", PLAINTEXT, random.Random(1).randbytes(50_000)):
+        for aad in (b"", BOX_AAD):
+            blob = crypto.box_seal(RECIPIENT.public_key, plaintext, aad, ent)
+            assert len(blob) == len(plaintext) + crypto.BOX_OVERHEAD == len(plaintext) + 73
+            assert blob[:1] == crypto.BOX_FORMAT
+            assert crypto.box_open(RECIPIENT, blob, aad) == plaintext
+
+
+def test_box_is_the_specified_construction() -> None:
+    """An independent implementation (cryptography's X25519 and HKDF, libsodium's AEAD) opens a box."""
+    import nacl.bindings
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    blob = crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(3))
+    eph_pub, nonce, ct = blob[1:33], blob[33:57], blob[57:]
+    secret = X25519PrivateKey.from_private_bytes(RECIPIENT._x25519_secret())
+    shared = secret.exchange(X25519PublicKey.from_public_bytes(eph_pub))
+    recipient_x = crypto.x25519_public(RECIPIENT.public_key)
+    assert crypto.BOX_KDF_SALT == b"gaml/box/1"
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"gaml/box/1", info=eph_pub + recipient_x).derive(shared)
+    assert nacl.bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(ct, BOX_AAD, nonce, key) == PLAINTEXT
+
+
+def test_box_vector() -> None:
+    """A pinned box: the format, the key derivation and the use of entropy must not change silently."""
+    got = crypto.box_seal(
+        RECIPIENT.public_key, b"group key 32 bytes, in JSON.....", b"gaml/aad", crypto.SeededEntropy(7)
+    )
+    assert got.hex() == BOX_VECTOR, REGENERATE
+    assert crypto.box_open(RECIPIENT, bytes.fromhex(BOX_VECTOR), b"gaml/aad") == b"group key 32 bytes, in JSON....."
+
+
+def test_box_is_deterministic_for_a_seed_and_fresh_otherwise() -> None:
+    """The same seed gives the same box; another seed, or SystemEntropy, a different ephemeral key each time."""
+    first = crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(0))
+    assert crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(0)) == first
+    assert crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(1)) != first
+    system = crypto.SystemEntropy()
+    boxes = {crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, system) for _ in range(10)}
+    assert len({b[1:33] for b in boxes}) == 10
+
+
+def test_box_opens_only_for_its_recipient_and_context() -> None:
+    """Another identity, other associated data, or the sealing key's own seed do not open a box."""
+    blob = crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(0))
+    for other in (crypto.SigningKey(KEY), crypto.SigningKey(OTHER_KEY)):
+        with pytest.raises(DecryptionFailed):
+            crypto.box_open(other, blob, BOX_AAD)
+    for aad in (b"", BOX_AAD + b"x", BOX_AAD[:-1]):
+        with pytest.raises(DecryptionFailed):
+            crypto.box_open(RECIPIENT, blob, aad)
+
+
+def test_every_flipped_byte_of_a_box_fails() -> None:
+    """Flipping any bit of any byte (format, ephemeral key, nonce, ciphertext, tag) makes a box fail to open."""
+    blob = crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(0))
+    bit = random.Random(5)
+    for i in range(len(blob)):
+        altered = bytearray(blob)
+        altered[i] ^= 1 << bit.randrange(8)
+        with pytest.raises(DecryptionFailed):
+            crypto.box_open(RECIPIENT, bytes(altered), BOX_AAD)
+
+
+def test_truncated_extended_or_malformed_boxes_fail() -> None:
+    """Every prefix, an appended byte, a sealed (not boxed) blob, a small-order ephemeral key, non-bytes: refused."""
+    blob = crypto.box_seal(RECIPIENT.public_key, PLAINTEXT, BOX_AAD, crypto.SeededEntropy(0))
+    for n in range(len(blob)):
+        with pytest.raises(DecryptionFailed):
+            crypto.box_open(RECIPIENT, blob[:n], BOX_AAD)
+    small_order = blob[:1] + bytes(32) + blob[33:]
+    sealed = crypto.seal(KEY, PLAINTEXT + bytes(40), BOX_AAD, crypto.SeededEntropy(0))
+    for bad in (blob + b"\x00", small_order, sealed, bytearray(blob), None):
+        with pytest.raises(DecryptionFailed):
+            crypto.box_open(RECIPIENT, bad, BOX_AAD)  # type: ignore[arg-type]
+
+
+def test_digest_is_sha256() -> None:
+    """digest is SHA-256: 32 bytes, the known value for b"abc"."""
+    assert crypto.digest(b"abc").hex() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert len(crypto.digest(b"")) == crypto.DIGEST_BYTES == 32

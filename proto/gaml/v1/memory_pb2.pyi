@@ -74,20 +74,22 @@ class Intent(_message.Message):
     def __init__(self, purpose: _Optional[_Union[Purpose, str]] = ..., location: _Optional[_Union[Location, str]] = ...) -> None: ...
 
 class IngestFile(_message.Message):
-    __slots__ = ("name", "format", "tenant", "segment", "scope", "item_budget")
+    __slots__ = ("name", "format", "tenant", "segment", "scope", "item_budget", "replication")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     ITEM_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    REPLICATION_FIELD_NUMBER: _ClassVar[int]
     name: str
     format: str
     tenant: str
     segment: str
     scope: _asset_pb2.PrivacyScope
     item_budget: int
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., tenant: _Optional[str] = ..., segment: _Optional[str] = ..., scope: _Optional[_Union[_asset_pb2.PrivacyScope, str]] = ..., item_budget: _Optional[int] = ...) -> None: ...
+    replication: _asset_pb2.ReplicationPolicy
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., tenant: _Optional[str] = ..., segment: _Optional[str] = ..., scope: _Optional[_Union[_asset_pb2.PrivacyScope, str]] = ..., item_budget: _Optional[int] = ..., replication: _Optional[_Union[_asset_pb2.ReplicationPolicy, str]] = ...) -> None: ...
 
 class IngestRequest(_message.Message):
     __slots__ = ("file", "chunk", "no_curate")

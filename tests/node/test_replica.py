@@ -1,0 +1,295 @@
+"""node.replica over the real core (in-memory fakes): objects from writes, merges, tombstones, boundaries, keys.
+
+Objects move here by hand (``transfer``), so each rule is checked without the sync engine; the engine and the network
+have their own tests, and tests/node/test_replication.py runs everything together over libp2p.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from crdt.objects import BadObject, open_object, seal_object
+from node import parsers
+from node.ingest import IngestOptions, Ingestor
+from node.ladder import Ladder
+from node.privacy import Rules
+from node.replica import Replica, record_of
+from node.store import Store
+from policy import crypto
+from policy.errors import Deleted, NotFound
+from policy.keychain import NODE_IDENTITY_REF
+from policy.model import AssetType, ReplicationPolicy
+from simulations.nodes import make_node
+
+NOW = 1_700_000_000_000_000
+WORD = "zanzibarquux"
+
+
+def private(text: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "asset_type": "fact",
+        "payload": {"text": text},
+        "owner_id": "alice",
+        "privacy_scope": "user_private",
+        "replication_policy": "trusted_devices",
+        **kw,
+    }
+
+
+def transfer(src: Replica, dst: Replica, bid: bytes, now: int = NOW) -> tuple[int, int]:
+    """What one sync round does: src's current objects dst lacks, accepted by dst from src."""
+    src.pump(now)
+    ids, _ = src.log_after(bid, 0, 1 << 20)
+    return dst.accept(bid, src.objects(bid, [i for i in ids if not dst.has(i)]), src.node_id, now)
+
+
+def settle(reps: list[Replica], bid: bytes, now: int = NOW) -> None:
+    for _ in range(6):
+        for a in reps:
+            for b in reps:
+                if a is not b:
+                    transfer(a, b, bid, now)
+
+
+def pair(seed: int = 1) -> tuple[Replica, Replica, bytes]:
+    a, b = Replica(make_node(seed)), Replica(make_node(seed + 100))
+    bid = a.create("devices", "alice-devices", "alice", NOW).id
+    b.join(a.invite(bid, b.node_id, "member", NOW).encode(), NOW)
+    return a, b, bid
+
+
+def live(store: Store) -> dict[str, dict[str, Any]]:
+    return {i: record_of(store.get(i)) for i in store.live_ids()}
+
+
+def plaintexts(store: Store) -> Iterator[bytes]:
+    for sid, blob in store.kv.load_range("assets"):
+        yield store._open_record(sid, blob).canonical_bytes()
+    for name, blob in store.kv.load_range("meta"):
+        yield store.open_meta(name, blob) if name.startswith(b"u:") or name == b"canary" else blob
+
+
+def test_a_private_asset_reaches_the_other_device_and_local_only_stays() -> None:
+    a, b, bid = pair()
+    (shared,) = a.node.put([private("alice likes green tea")], NOW)
+    (kept,) = a.node.put([private("the door code is 4711", privacy_scope="local_only")], NOW)
+    (nowhere,) = a.node.put([private("no replication asked", replication_policy="none")], NOW)
+    assert transfer(a, b, bid) == (1, 0)
+    assert set(b.node.store.live_ids()) == {shared}
+    assert record_of(b.node.store.get(shared)) == record_of(a.node.store.get(shared))
+    assert b.node.store.get(shared).source_node == b.node_id  # materialized through b's own write path, signed by b
+    assert not any(b"4711" in p or b"no replication" in p for p in plaintexts(b.node.store))
+    for i in (kept, nowhere):
+        with pytest.raises(NotFound):
+            b.node.store.get(i)
+
+
+def test_assets_written_before_pairing_replicate_once_paired() -> None:
+    a = Replica(make_node(1))
+    (early,) = a.node.put([private("written before any device was paired")], NOW)
+    assert a.pump(NOW) == 0  # no boundary yet: nothing to seal
+    b = Replica(make_node(101))
+    bid = a.create("devices", "alice-devices", "alice", NOW).id
+    b.join(a.invite(bid, b.node_id, "member", NOW).encode(), NOW)
+    transfer(a, b, bid)
+    assert b.node.store.live_ids() == [early]
+
+
+def test_concurrent_edits_merge_to_the_same_asset_in_either_order() -> None:
+    a, b, bid = pair()
+    (i,) = a.node.put([private("alice likes green tea", tags=["tea"])], NOW)
+    transfer(a, b, bid)
+    a.node.put([private("alice likes green tea", tags=["tea", "from-a"], confidence_score=0.7)], NOW + 1)
+    b.node.put([private("alice likes green tea", tags=["tea", "from-b"], entities=["Alice"])], NOW + 2)
+    settle([a, b], bid, NOW + 3)
+    got_a, got_b = a.node.store.get(i), b.node.store.get(i)
+    assert got_a.tags == got_b.tags == ("from-a", "from-b", "tea")
+    assert got_a.confidence_score == got_b.confidence_score == 0.7
+    assert got_a.entities == got_b.entities == ("Alice",)
+    assert live(a.node.store) == live(b.node.store)
+    assert a.state() == b.state()  # one current snapshot of the merged state on both
+    # The same two edits merged the other way round give the same record.
+    c, d, bid2 = pair(seed=7)
+    (j,) = c.node.put([private("alice likes green tea", tags=["tea"])], NOW)
+    transfer(c, d, bid2)
+    c.node.put([private("alice likes green tea", tags=["tea", "from-a"], confidence_score=0.7)], NOW + 1)
+    d.node.put([private("alice likes green tea", tags=["tea", "from-b"], entities=["Alice"])], NOW + 2)
+    transfer(d, c, bid2, NOW + 3)
+    transfer(c, d, bid2, NOW + 3)
+    assert record_of(c.node.store.get(j)) == record_of(d.node.store.get(j))
+    assert record_of(c.node.store.get(j))["tags"] == record_of(got_a)["tags"]
+
+
+def test_an_outsider_is_not_authorized_and_its_objects_are_refused() -> None:
+    a, b, bid = pair()
+    outsider = Replica(make_node(55))
+    a.node.put([private("alice likes green tea")], NOW)
+    a.pump(NOW)
+    assert not a.authorized(bid, outsider.node_id) and a.authorized(bid, b.node_id)
+    assert outsider.boundary_ids() == []
+    ids, _ = a.log_after(bid, 0, 100)
+    assert b.accept(bid, a.objects(bid, ids), outsider.node_id, NOW) == (0, 1)
+    assert b.counters["rejected_unauthorized"] == 1 and b.node.store.live_ids() == []
+
+
+def test_tampered_forged_and_misplaced_objects_are_refused_and_counted() -> None:
+    a, b, bid = pair()
+    a.node.put([private("alice likes green tea")], NOW)
+    a.pump(NOW)
+    (oid,), _ = a.log_after(bid, 0, 10)
+    (obj,) = a.objects(bid, [oid])
+    flipped = bytearray(obj)
+    flipped[len(obj) // 2] ^= 1
+    assert b.accept(bid, [bytes(flipped), obj[:40], b"junk"], a.node_id, NOW) == (0, 3)
+    assert b.counters["rejected_forged"] == 1 and b.counters["rejected_malformed"] == 2  # truncated: malformed
+    # Sealed with the group key but signed by a node that is not a member (a stolen key, or a removed member).
+    keys = a.bound(bid).keys
+    thief = crypto.SigningKey(b"\x07" * 32)
+    boundary = a.bound(bid).boundary
+    snapshot = open_object(obj, keys).data
+    _, forged = seal_object(
+        boundary, 1, keys[1], thief, b"S", open_object(obj, keys).asset_id, snapshot, crypto.SeededEntropy(9)
+    )
+    assert b.accept(bid, [forged], a.node_id, NOW) == (0, 1) and b.counters["rejected_writer"] == 1
+    # A member slipping bob's asset into alice's devices: it does not belong to this boundary.
+    c = make_node(300)  # another node, where bob's asset is written, then sealed by member a
+    (bobs,) = c.put([{**private("bob's secret"), "owner_id": "bob"}], NOW)
+    from crdt.doc import AssetDoc
+
+    doc = AssetDoc.new(b"\x01" * 16)
+    doc.update(record_of(c.store.get(bobs)))
+    _, misplaced = seal_object(boundary, 1, keys[1], a.identity, b"S", bobs, doc.save(), crypto.SeededEntropy(10))
+    assert b.accept(bid, [misplaced], a.node_id, NOW) == (0, 1) and b.counters["rejected_boundary"] == 1
+    assert b.node.store.live_ids() == []
+    assert b.accept(bid, [obj], a.node_id, NOW) == (1, 0)  # the genuine object still goes in
+
+
+def test_removing_a_member_rotates_the_key_and_it_gets_nothing_new() -> None:
+    a, b, bid = pair()
+    c = Replica(make_node(202))
+    c.join(a.invite(bid, c.node_id, "member", NOW).encode(), NOW)
+    a.node.put([private("before the removal")], NOW)
+    settle([a, b, c], bid)
+    # b learns of c through a's newer roster, as a peer would offer it.
+    b.offer_roster(bid, a.roster(bid), a.node_id, NOW)
+    assert b.authorized(bid, c.node_id)
+    roster = a.remove(bid, c.node_id, NOW + 1)
+    assert roster.epoch == 2 and roster.role(c.node_id) is None
+    b.offer_roster(bid, a.roster(bid), a.node_id, NOW + 1)
+    assert not a.authorized(bid, c.node_id) and not b.authorized(bid, c.node_id)
+    (after,) = a.node.put([private("after the removal")], NOW + 2)
+    a.pump(NOW + 2)
+    ids, _ = a.log_after(bid, 0, 100)
+    new = [o for o in a.objects(bid, ids) if open_object(o, a.bound(bid).keys).asset_id == after]
+    assert len(new) == 1 and int.from_bytes(new[0][18:22], "big") == 2  # sealed under epoch 2
+    with pytest.raises(BadObject):
+        open_object(new[0], c.bound(bid).keys)  # c holds epoch 1 only
+    assert c.accept(bid, new, a.node_id, NOW + 2) == (0, 1)  # even handed over, it does not open
+    assert after not in c.node.store.live_ids()
+    transfer(a, b, bid, NOW + 3)
+    assert after in b.node.store.live_ids()
+    # What c writes now is refused by the members that know of its removal.
+    c.node.put([private("c writes after being removed")], NOW + 4)
+    c.pump(NOW + 4)
+    cids, _ = c.log_after(bid, 0, 100)
+    assert b.accept(bid, c.objects(bid, cids), c.node_id, NOW + 4) == (0, len(cids))
+
+
+def test_a_relay_carries_ciphertext_it_cannot_read() -> None:
+    a, b, bid = pair()
+    relay = Replica(make_node(400))
+    relay.join(a.invite(bid, relay.node_id, "relay", NOW).encode(), NOW)
+    b.offer_roster(bid, a.roster(bid), a.node_id, NOW)
+    (i,) = a.node.put([private(f"alice's {WORD} plan")], NOW)
+    assert transfer(a, relay, bid) == (1, 0)
+    assert relay.node.store.live_ids() == [] and relay.bound(bid).keys == {}
+    assert not any(WORD.encode() in p for p in plaintexts(relay.node.store))
+    assert transfer(relay, b, bid) == (1, 0)  # b gets it from the relay alone
+    assert b.node.store.live_ids() == [i]
+    assert relay.counters["carried"] == 1
+
+
+def test_state_survives_a_restart() -> None:
+    a, b, bid = pair()
+    a.node.put([private("alice likes green tea")], NOW)
+    transfer(a, b, bid)
+    b.set_cursor(bid, a.node_id, 7)
+    before = (b.state(), b.describe(), b.boundary_ids())
+    store = b.node.store
+    kv = store.kv.reopened()  # type: ignore[attr-defined]
+    again = Store.open(
+        kv,
+        store.blobs,
+        store.keychain,
+        crypto.SigningKey(store.keychain.get(NODE_IDENTITY_REF)),
+        store.index_factory,
+        store.entropy,
+    )
+    from node.core import Node
+
+    b2 = Replica(Node(again, b.node.embedder))
+    assert (b2.state(), b2.describe(), b2.boundary_ids()) == before
+    assert b2.cursor(bid, a.node_id) == 7 and b2.pump(NOW) == 0
+
+
+def ingest_session(node_reps: Replica) -> Ladder:
+    node = node_reps.node
+    ing = Ingestor(node, Rules.load_default())
+    lad = Ladder(node, ing)
+    turns = [
+        ("user", "Please set up the database for the billing service."),
+        ("assistant", f"We decided to use Postgres 16 with {WORD} replication on port 8080."),
+        ("assistant", "All tests pass now and the billing database is ready."),
+    ]
+    lines = [
+        {"sessionId": "s1", "role": r, "content": t, "timestamp": (NOW + k * 60_000_000) // 10**6}
+        for k, (r, t) in enumerate(turns)
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    sources = parsers.parse(data, "s1.jsonl", "transcript")
+    opts = IngestOptions(owner="alice", replication=ReplicationPolicy.TRUSTED_DEVICES)
+    ing.ingest(sources, opts, NOW)
+    lad.curate(NOW)
+    return lad
+
+
+def test_a_tombstone_erases_the_item_and_its_derivatives_on_every_member() -> None:
+    a, b, bid = pair()
+    lad_a = ingest_session(a)
+    ing_b = Ingestor(b.node, Rules.load_default())
+    lad_b = Ladder(b.node, ing_b)
+    b._erase = lambda id_, now: lad_b.forget(id_, now, reason="replicated tombstone")
+    settle([a, b], bid)
+    assert live(a.node.store) == live(b.node.store)
+    holding = [i for i, r in live(b.node.store).items() if WORD in json.dumps(r)]
+    assert len(holding) >= 2  # the item and what curation derived from it (rungs, facts)
+    target = next(
+        i
+        for i in holding
+        if b.node.store.get(i).asset_type is not AssetType.FACT and b.node.store.get(i).level.value == "l0"
+    )
+    lad_a.forget(target, NOW + 10, by="alice")
+    settle([a, b], bid, NOW + 11)
+    for rep in (a, b):
+        assert not [i for i, r in live(rep.node.store).items() if WORD in json.dumps(r)], rep.node_id[:8]
+        with pytest.raises(Deleted):
+            rep.node.store.get(target)
+    assert live(a.node.store) == live(b.node.store)
+    # A late snapshot of the erased item (from a member that lagged) does not bring it back.
+    assert b.counters["erased"] >= 1
+
+
+def test_a_late_snapshot_does_not_resurrect_an_erased_asset() -> None:
+    a, b, bid = pair()
+    (i,) = a.node.put([private("short-lived")], NOW)
+    a.pump(NOW)
+    ids, _ = a.log_after(bid, 0, 10)
+    old = a.objects(bid, ids)
+    a.node.delete(i, NOW + 1)
+    transfer(a, b, bid, NOW + 1)  # b learns the tombstone first
+    assert b.accept(bid, old, a.node_id, NOW + 2) == (1, 0)  # taken (known now), not materialized
+    assert b.node.store.live_ids() == []
