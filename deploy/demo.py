@@ -12,6 +12,10 @@ its gRPC API.
    carol over mTLS (each sees only what they may), refuse a client without a certificate, show alice's access log,
    forget an item.
 4. SIGTERM: the daemon drains and stops cleanly; then every file of the home is scanned for private text.
+5. Replication: the home becomes alice's laptop; her phone is paired with it (``gaml pair``), and a third, unrelated
+   node dials in. Over libp2p on 127.0.0.1, a private plan written on the laptop appears on the phone (a local-only
+   note does not), the phone's edit comes back merged, the unrelated node hears no object id, and forgetting the
+   plan on the laptop erases it on the phone. Finally the unrelated node's files are scanned for the plan.
 
 Run it with ``make demo`` (or ``python -m deploy.demo [--keep] [--embedder hash]``).
 """
@@ -115,10 +119,10 @@ def banner(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}")
 
 
-def start_daemon(home: Path) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
+def start_daemon(home: Path, *extra: str) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
     """``gaml run`` in a child process; returns once its log says it serves (its JSON log lines are kept)."""
-    cmd = [sys.executable, "-m", "node.cli", "--home", str(home), "run", "--principal", "alice"]
-    proc = subprocess.Popen([*cmd, "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    cmd = [sys.executable, "-m", "node.cli", "--home", str(home), "run", "--principal", "alice", *extra]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     log: list[dict[str, Any]] = []
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -177,6 +181,115 @@ def mtls_act(home: Path, certs_dir: Path, address: str) -> None:
         channel.close()
 
 
+PLAN = "alice renews her passport on 14 March; the appointment code is QX-7731"
+
+
+def wait_for(what: str, check: Any, timeout_s: float = 90.0) -> float:
+    """Poll ``check()`` until it is true; the seconds it took (the demo stops with a message on timeout)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        if check():
+            return time.perf_counter() - t0
+        time.sleep(0.05)
+    sys.exit(f"demo: {what} did not happen within {timeout_s:.0f} s")
+
+
+def has_asset(home: Path, id_: str) -> bool:
+    """Whether alice can get the asset from the node's daemon (over its socket: a poll costs a millisecond)."""
+    from policy.errors import NotFound
+
+    with Client.unix(home / "run" / "gaml.sock") as c:
+        try:
+            c.get(id_)
+        except NotFound:
+            return False
+    return True
+
+
+def replication_act(tmp: Path, laptop: Path, embedder: str, daemons: list[subprocess.Popen[str]]) -> None:
+    """Act two: alice's laptop (the home above) and her phone replicate her private memory over libp2p; a third,
+    unrelated node on the same loopback dials in and receives nothing."""
+    phone, other = tmp / "phone", tmp / "other"
+    banner("act two: replication.  gaml init  (alice's phone, and an unrelated node)")
+    for h in (phone, other):
+        print(gaml(h, "init", "--embedder", embedder).strip())
+    phone_id = json.loads(gaml(phone, "peers", "--json"))["node_id"]
+
+    banner("gaml pair <phone's node id> --owner alice --out invite.json  (on the laptop: alice's devices)")
+    invite = tmp / "invite.json"
+    print(gaml(laptop, "pair", phone_id, "--owner", "alice", "--out", str(invite)).strip())
+    banner("gaml pair --join invite.json  (on the phone)")
+    print(gaml(phone, "pair", "--join", str(invite)).strip())
+
+    banner("gaml run --p2p /ip4/127.0.0.1/tcp/0  (laptop); the phone and the unrelated node dial it (--peer)")
+    up = start_daemon(laptop, "--p2p", "/ip4/127.0.0.1/tcp/0")
+    daemons.append(up[0])
+    address = json.loads((laptop / "run" / "daemon.json").read_text())["p2p"][0]
+    print(f"laptop listens on {address}")
+    logs = [up]
+    for h in (phone, other):
+        d = start_daemon(h, "--p2p", "/ip4/127.0.0.1/tcp/0", "--peer", address)
+        daemons.append(d[0])
+        logs.append(d)
+
+    banner("on the laptop: a private plan (user_private, replication trusted_devices) and a local-only note")
+    plan = {
+        "asset_type": "plan",
+        "payload": {"text": PLAN},
+        "owner_id": "alice",
+        "privacy_scope": "user_private",
+        "replication_policy": "trusted_devices",
+        "tags": ["travel"],
+    }
+    note = {**plan, "payload": {"text": "the spare key is under the blue pot"}, "privacy_scope": "local_only"}
+    plan_id = gaml(laptop, "put", stdin=json.dumps(plan)).strip()
+    note_id = gaml(laptop, "put", stdin=json.dumps(note)).strip()
+    took = wait_for("the plan reaching the phone", lambda: has_asset(phone, plan_id))
+    print(f"the phone has the plan after {took:.2f} s:")
+    got = json.loads(gaml(phone, "get", plan_id, "--as", "alice"))
+    print(
+        f"  {got['payload']['text']!r}  tags={got['tags']}  (materialized and signed by the phone: "
+        f"{got['source_node'][:12]}… = {phone_id[:12]}…)"
+    )
+    print(f"the local-only note on the phone: {'present!' if has_asset(phone, note_id) else 'absent (it never left)'}")
+
+    banner("the phone edits the plan (a tag); the laptop sees the merged record")
+    gaml(phone, "put", stdin=json.dumps({**plan, "tags": ["travel", "booked"]}))
+    wait_for(
+        "the phone's edit reaching the laptop",
+        lambda: "booked" in json.loads(gaml(laptop, "get", plan_id, "--as", "alice"))["tags"],
+    )
+    print(f"laptop: tags={json.loads(gaml(laptop, 'get', plan_id, '--as', 'alice'))['tags']}")
+
+    banner("gaml peers  (laptop)")
+    print(gaml(laptop, "peers").rstrip())
+    banner("gaml peers --json  (the unrelated node: connected to the laptop, in no boundary)")
+    st = json.loads(gaml(other, "peers", "--json"))
+    for peer, s in st["peers"].items():
+        print(
+            f"  from {peer[:12]}…: frames in {s['frames_in']}, object ids heard {s['ids_heard']}, "
+            f"objects received {s['objects_received']}, open boundaries {s['open_boundaries']}"
+        )
+    print(f"  its search for the plan: {len(json.loads(gaml(other, 'search', 'passport appointment', '--json')))} hits")
+
+    banner("gaml forget <the plan> --as alice  (laptop): the tombstone erases it on the phone too")
+    print(gaml(laptop, "forget", plan_id, "--as", "alice").strip()[:200])
+    took = wait_for("the tombstone reaching the phone", lambda: not has_asset(phone, plan_id))
+    print(f"the phone no longer has the plan ({took:.2f} s)")
+
+    banner("SIGTERM to the three daemons; scan the unrelated node's files for the plan")
+    for proc, log in logs:
+        stop_daemon(proc, log)
+    needles = [PLAN.encode(), b"QX-7731", b"spare key"]
+    files = [p for p in other.rglob("*") if p.is_file()]
+    found = [n.decode() for n in needles for p in files if n in p.read_bytes()]
+    print(
+        f"searched {len(files)} files of the unrelated node: {'FOUND ' + ', '.join(found) if found else 'none found'}"
+    )
+    if found:
+        sys.exit("demo: the unrelated node holds alice's plan")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", action="store_true", help="keep the temporary home and print its path")
@@ -188,6 +301,7 @@ def main() -> None:
     certs_dir = tmp / "certs"
     t0 = time.perf_counter()
     daemon: tuple[subprocess.Popen[str], list[dict[str, Any]]] | None = None
+    daemons: list[subprocess.Popen[str]] = []  # the replication act's, killed at the end if still running
     try:
         banner(f"gaml init  (home {home})")
         print(gaml(home, "init", "--embedder", args.embedder).strip())
@@ -212,7 +326,7 @@ def main() -> None:
             print(f"{who}: serial {issued['serial'][:16]}…, key {Path(issued['key']).name} (0600, only in {certs_dir})")
 
         banner("gaml run --principal alice --listen 127.0.0.1:0  (the daemon; its log is JSON lines)")
-        daemon = start_daemon(home)
+        daemon = start_daemon(home, "--listen", "127.0.0.1:0")
         serving = next(e for e in daemon[1] if e.get("event") == "serving")
         print(json.dumps(serving))
 
@@ -246,11 +360,14 @@ def main() -> None:
 
         banner("gaml stats  (the daemon has stopped: the CLI opens the store itself)")
         print(gaml(home, "stats").rstrip())
+
+        replication_act(tmp, home, args.embedder, daemons)
         print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
     finally:
-        if daemon is not None and daemon[0].poll() is None:
-            daemon[0].kill()
-            daemon[0].wait()
+        for proc in [*([daemon[0]] if daemon else []), *daemons]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         if args.keep:
             print(f"home kept at {home}")
         else:

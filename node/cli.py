@@ -884,6 +884,10 @@ def cmd_peers(args: argparse.Namespace) -> None:
         for m in b["members"]:
             live = out.get("connected", {}).get(m["node"])
             print(f"    {m['role']:6} {m['node'][:16]}…" + ("  connected" if live else ""))
+    listed = {m["node"] for b in out["boundaries"] for m in b["members"]}
+    others = sorted(set(out.get("connected", {})) - listed)
+    if others:
+        print(f"connected, sharing no boundary (they learn nothing): {', '.join(n[:16] + '…' for n in others)}")
 
 
 def _keychain(args: argparse.Namespace) -> FileKeychain:
