@@ -14,6 +14,7 @@ SERVICES := proto/gaml/v1/memory_pb2_grpc.py
 GENERATED := $(PROTOS:.proto=_pb2.py) $(PROTOS:.proto=_pb2.pyi) $(SERVICES)
 SEED ?= 0
 N ?= 100000
+N_REPLICATION ?= 10000
 PYTEST_ARGS ?=
 EMBEDDER ?= both
 REPEAT ?= 3
@@ -21,7 +22,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc demo clean
+.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-replication demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -55,9 +56,13 @@ lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter l
 test: lint ## lint, then the test suite (real RocksDB, hnswlib and MiniLM; under 15 minutes on 2 cores)
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-test-slow: $(STAMP) ## the long tests (large crash loops, big recall sets); none is marked slow today
+test-slow: $(STAMP) ## the long tests: more simulation seeds, its determinism, the longest multi-process replication runs
 	status=0; $(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no test is marked slow: make test runs them all"; else exit $$status; fi
+
+SEEDS ?= 10
+sim: $(STAMP) ## the replication simulation (20 nodes, 3 boundaries, 1,000 assets, faults) for SEEDS seeds from SEED
+	$(BIN)/python -m simulations --seed $(SEED) --seeds $(SEEDS)
 
 bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw rocksdict and hnswlib; writes bench/results/
 	$(BIN)/python -m bench.store_bench --n $(N) --seed $(SEED) --out bench/results
@@ -70,6 +75,9 @@ bench-ingest: $(STAMP) ## LoCoMo dev set: parse, ingest, curate (EMBEDDER=both, 
 
 bench-grpc: $(STAMP) ## Hydrate p50/p99 and Put throughput over gRPC (Unix socket, mTLS) vs in-process at N assets; writes bench/results/
 	$(BIN)/python -m bench.grpc_bench --n $(N) --seed $(SEED) --out bench/results
+
+bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
+	$(BIN)/python -m bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
 
 bench-locomo: $(STAMP) ## LoCoMo dev set: hydration vs BM25, dense and fused turns at BUDGETS tokens (evidence recall, latency); writes bench/results/
 	$(BIN)/python -m bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json
