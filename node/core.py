@@ -67,9 +67,13 @@ class Node:
         self.store.check_payload(asset)
         return asset
 
-    def prepare(self, asset: Asset) -> Asset:
+    def prepare(self, asset: Asset, *, exact_times: bool = False) -> Asset:
         """The asset as it will be written: against a stored one with the same id, kept (same content) or advanced.
 
+        An edit keeps the stored ``created_at`` and takes the later ``updated_at``, and a put that changes nothing but
+        the times is no edit: right for a caller's put. With ``exact_times`` the asset's own times are written, and a
+        change of the times alone is an edit: replication writes merged records so, or a member's copy would differ
+        from the document every member merged (and from the other members' copies).
         Signing happens in the store's write (``put_many(sign=True)``).
         """
         try:
@@ -79,11 +83,17 @@ class Node:
         except NotFound:
             old = None
         if old is not None:
-            if _content(old) == _content(asset):
+            same_times = (old.created_at, old.updated_at) == (asset.created_at, asset.updated_at)
+            if _content(old) == _content(asset) and (same_times or not exact_times):
                 return old
-            asset = asset.evolve(
-                version=old.version + 1, created_at=old.created_at, updated_at=max(asset.updated_at, old.updated_at)
-            )
+            if exact_times:
+                asset = asset.evolve(version=old.version + 1)
+            else:
+                asset = asset.evolve(
+                    version=old.version + 1,
+                    created_at=old.created_at,
+                    updated_at=max(asset.updated_at, old.updated_at),
+                )
         part = self.store.planned_partition(partition_of(asset), self.embedder.id, self.embedder.dim)
         # A signature of other content (an edit of a stored asset keeps the old one) is void: the write signs anew.
         return asset.evolve(encryption_key_ref=part.key_ref, signature=b"")
@@ -94,14 +104,15 @@ class Node:
         now: int,
         *,
         meta: Mapping[bytes, bytes | None] | None = None,
+        exact_times: bool = False,
     ) -> list[str]:
         """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids.
 
         An owner this node has not seen before is registered as a user principal. ``meta`` records (see
-        :meth:`Store.put_many`) commit in the same batch.
+        :meth:`Store.put_many`) commit in the same batch. ``exact_times``: see :meth:`prepare`.
         """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
-        prepared = [self.prepare(a) for a in assets]
+        prepared = [self.prepare(a, exact_times=exact_times) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
         vectors = list(self.embedder.embed([a.embed_text() for a in todo])) if todo else []
         self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta)

@@ -506,8 +506,9 @@ class Daemon:
                 shutil.rmtree(self._private, ignore_errors=True)
             info = read_info(self.home)
             if info and info.get("pid") == os.getpid():
-                with contextlib.suppress(FileNotFoundError):
-                    info_path(self.home).unlink()
+                for path in (info_path(self.home), replication_path(self.home)):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
             _event("stopped", calls=self.calls, core_busy_s=round(self.lane.busy_s, 3))
 
     # -- the Unix-socket gate ---------------------------------------------------------------------------------------

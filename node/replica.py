@@ -514,11 +514,12 @@ class Replica:
         tx = _Txn()
         accepted = rejected = 0
         docs: dict[str, AssetDoc] = {}
+        fresh: dict[str, bytes] = {}  # documents as received (not merged with anything): their bytes, unsaved
         changed: dict[str, Asset] = {}
         remerge: set[str] = set()
         tombs: list[str] = []
         for obj in objs:
-            reason = self._take(tx, b, obj, docs, changed, remerge, tombs)
+            reason = self._take(tx, b, obj, docs, fresh, changed, remerge, tombs)
             if reason:
                 rejected += 1
                 self.counters[f"rejected_{reason}"] += 1
@@ -528,8 +529,8 @@ class Replica:
             if id_ not in self._gone:
                 self._seal_snapshot(tx, bid, id_, docs[id_])
         for id_, doc in docs.items():
-            if id_ not in self._gone:
-                tx.meta[self._name("repdoc", id_)] = doc.save()
+            if id_ not in self._gone and id_ not in remerge:  # a remerged one was saved as it was sealed
+                tx.meta[self._name("repdoc", id_)] = fresh[id_] if id_ in fresh else doc.save()
         self._materialize(tx, [a for i, a in sorted(changed.items()) if i not in self._gone], now)
         self._jseq = self.store.seq  # those writes were these objects: nothing to pump back
         self.store.write_meta({self._name("repstate", "journal"): struct.pack(">Q", self._jseq)})
@@ -545,6 +546,7 @@ class Replica:
         b: _Bound,
         obj: bytes,
         docs: dict[str, AssetDoc],
+        fresh: dict[str, bytes],
         changed: dict[str, Asset],
         remerge: set[str],
         tombs: list[str],
@@ -587,19 +589,27 @@ class Replica:
         if theirs.id != id_ or self._reach_bid(theirs) != bid:
             return "boundary"
         doc = docs.get(id_) or self._doc(tx, id_)
-        if doc is None:
-            merged, before, settled = incoming, None, False
+        if doc is None:  # the first snapshot of this asset here: its record is the one just checked
+            merged, before, settled, asset = incoming, None, False, theirs
+            fresh[id_] = o.data  # stored as received: no second save
         else:
             before, heads_before = doc.save(), doc.heads()
-            doc.merge(incoming)
+            try:
+                doc.merge(incoming)  # atomic: on failure the document is as it was
+            except CorruptDoc:
+                return "merge"
             merged = doc
             settled = heads_before == merged.heads()
+            fresh.pop(id_, None)
         try:
-            asset = asset_of(merged.record())
+            if before is not None:
+                asset = asset_of(merged.record())
             self._check_edit(asset)
         except GamlError:
             if before is not None:
                 docs[id_] = AssetDoc.load(before, self.actor)
+            else:
+                fresh.pop(id_, None)
             return "merge"
         docs[id_] = merged
         if not settled:
@@ -632,12 +642,12 @@ class Replica:
 
     def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int) -> None:
         try:
-            self.node.put(assets, now, meta=tx.meta)
+            self.node.put(assets, now, meta=tx.meta, exact_times=True)
         except GamlError:
             # One asset the store refuses must not keep the others out: write them one by one, then the records.
             for a in assets:
                 try:
-                    self.node.put([a], now)
+                    self.node.put([a], now, exact_times=True)
                 except GamlError:
                     self.counters["rejected_store"] += 1
             self.store.write_meta(tx.meta)

@@ -38,7 +38,10 @@ from policy import crypto
 T = TypeVar("T")
 RETRY_US: Final = 2_000_000
 STATUS_EVERY_S: Final = 1.0
-BATCH: Final = 256
+BATCH: Final = 256  # events handed to the core thread at once …
+# … and frame bytes: objects are accepted (decrypted, merged, embedded, written) in jobs of about this size, so a
+# gRPC call waiting behind an initial sync waits for one job (~0.3 s), not for the whole Send queue.
+BATCH_BYTES: Final = 128 << 10
 
 log = logging.getLogger("gaml.daemon")
 
@@ -62,7 +65,7 @@ class Replicator:
         tick_s: float = 0.25,
     ) -> None:
         self.replica = replica
-        self.sync = Sync(replica, crypto.SystemEntropy(), retry_after=RETRY_US)
+        self.sync = Sync(replica, crypto.SystemEntropy(), retry_after=RETRY_US, max_send_bytes=BATCH_BYTES)
         self._seed = seed
         self._submit = submit
         self.status_path = status_path
@@ -76,6 +79,7 @@ class Replicator:
         self._status_at = 0.0
         self._done = trio.Event()
         self.events = 0
+        self.errors = 0
 
     # -- trio side -------------------------------------------------------------------------------------------------
 
@@ -131,15 +135,24 @@ class Replicator:
             async with self._recv:
                 async for first in self._recv:
                     batch = [first]
-                    while len(batch) < BATCH:
+                    size = len(first[2])
+                    while len(batch) < BATCH and size < BATCH_BYTES:
                         try:
                             batch.append(self._recv.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
+                        size += len(batch[-1][2])
                     if any(kind == "tick" for kind, _, _ in batch):
                         self._poked = False
                     want_status = time.monotonic() - self._status_at >= STATUS_EVERY_S
-                    outs, status = await self._core(functools.partial(self._handle, batch, want_status))
+                    try:
+                        outs, status = await self._core(functools.partial(self._handle, batch, want_status))
+                    except Exception:
+                        # A failure of one batch (a store error, a bug) must not end replication: the engine's state
+                        # is as before the failing call, and what went unacknowledged is sent again by the peers.
+                        self.errors += 1
+                        log.error("replication_error", exc_info=True, extra={"fields": {"events": len(batch)}})
+                        continue
                     self.events += len(batch)
                     await self._deliver(outs)
                     if status is not None:

@@ -124,6 +124,20 @@ def test_concurrent_edits_merge_to_the_same_asset_in_either_order() -> None:
     assert record_of(c.node.store.get(j))["tags"] == record_of(got_a)["tags"]
 
 
+def test_merged_records_are_stored_as_merged_whatever_the_times() -> None:
+    for seed in range(1, 9):  # the winner of a time conflict depends on the actors: try both orders
+        a, b, bid = pair(seed)
+        (i,) = a.node.put([private("alice likes green tea", tags=["tea"])], NOW)
+        assert b.node.put([private("alice likes green tea", tags=["tea"])], NOW + 5) == [i]  # written twice
+        settle([a, b], bid, NOW + 6)
+        assert live(a.node.store) == live(b.node.store), seed  # created_at agrees
+        a.node.put([private("alice likes green tea", tags=["tea", "from-a"])], NOW + 7)
+        b.node.put([private("alice likes green tea", tags=["tea", "from-b"])], NOW + 8)
+        settle([a, b], bid, NOW + 9)
+        assert live(a.node.store) == live(b.node.store), seed  # updated_at agrees
+        assert a.node.store.get(i).tags == ("from-a", "from-b", "tea")
+
+
 def test_an_outsider_is_not_authorized_and_its_objects_are_refused() -> None:
     a, b, bid = pair()
     outsider = Replica(make_node(55))
