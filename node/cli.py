@@ -780,28 +780,35 @@ def _invite(args: argparse.Namespace, kind: str, name: str, label: str | None, c
             if not create:
                 raise InvalidInput(f"no {kind} boundary {name!r} here")
             bid = rep.create(kind, name, label, now).id
-        roster = rep.invite(bid, args.node_id, role, now)
+        current = rep.bound(bid).roster
+        # Invited already (its invitation was lost?): the same roster again, nothing changes.
+        roster = current if current.role(args.node_id) == role else rep.invite(bid, args.node_id, role, now)
         addresses = _own_addresses(args, node.node_id)
     write_invitation(args.out, roster.encode(), addresses)
-    print(
-        json.dumps(
-            {
-                "boundary": roster.boundary.name,
-                "kind": kind,
-                "invited": args.node_id,
-                "role": role,
-                "version": roster.version,
-                "invitation": str(args.out),
-                "peers": addresses,
-            }
+    out: dict[str, Any] = {
+        "boundary": roster.boundary.name,
+        "kind": kind,
+        "invited": args.node_id,
+        "role": role,
+        "version": roster.version,
+        "invitation": str(args.out),
+        "peers": addresses,
+    }
+    if not addresses:
+        out["note"] = (
+            "this node listens on no fixed address (config p2p.listen), so the invitation names none: start the "
+            "new node with --peer <this node's address> (`gaml peers` shows it while the daemon runs)"
         )
-    )
+    print(json.dumps(out))
 
 
 def _join(args: argparse.Namespace, path: Path) -> None:
     from node.pairing import read_invitation, update_p2p
 
     roster, peers = read_invitation(path)
+    bad = [p for p in peers if "/p2p/" not in p]
+    if bad:
+        raise InvalidInput(f"{path}: a peer address must end in /p2p/<peer id>: {bad[0]!r}")
     with _node(args) as node:
         boundary = _replica(node).join(roster, now_us())
     update_p2p(args.home, add_peers=peers)

@@ -51,7 +51,7 @@ from crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, object_id, open_object,
 from node.core import Node
 from node.store import OP_PUT, OP_TOMBSTONE
 from policy import crypto
-from policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound
+from policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from policy.model import Asset
 from policy.replication import reach
 
@@ -128,9 +128,10 @@ class Replica:
         self._by_reach: dict[tuple[str, str], bytes] = {}
         self._objs: dict[bytes, _Obj] = {}
         self._logs: dict[bytes, SortedDict] = {}
-        self._current: dict[str, bytes] = {}  # asset id -> its current snapshot's object id
+        self._current: dict[tuple[bytes, str], bytes] = {}  # (boundary, asset id) -> its current snapshot's id
         self._by_asset: dict[str, set[bytes]] = {}  # asset id -> every object of it this node keeps
-        self._gone: set[str] = set()
+        self._gone: dict[str, set[bytes]] = {}  # asset id -> the boundaries whose tombstone of it this node holds
+        self._erasing: dict[str, bytes] = {}  # erasures a received tombstone asks of this node, not yet done
         self._seq = 0
         self._jseq = 0
         self.counters: Counter[str] = Counter()
@@ -151,14 +152,31 @@ class Replica:
             d = json.loads(data)
             roster = Roster.decode(bytes.fromhex(d["roster"]))
             self._install(roster, admin=bool(d["admin"]))
+        for _, data in self.store.scan_meta("repgone"):
+            id_, bids = data[:32].decode(), data[32:]
+            self._gone[id_] = {bids[i : i + 16] for i in range(0, len(bids), 16)}
+        for _, data in self.store.scan_meta("reperase"):
+            self._erasing[data[:32].decode()] = data[32:]
         for _, data in self.store.scan_meta("repobj"):
             bid, seq, flag, asset = _HEAD.unpack_from(data)
             oid = crypto.digest(data[_HEAD.size :]) if flag != DROPPED else data[_HEAD.size :]
             self._index(oid, _Obj(bid, seq, flag, "" if asset == _NO_ASSET else asset.hex()))
-        for _, data in self.store.scan_meta("repgone"):
-            self._gone.add(data.decode())
         state = self.store.read_meta(self._name("repstate", "journal"))
         self._jseq = struct.unpack(">Q", state)[0] if state else 0
+
+    def _reset(self) -> None:
+        """Forget the in-memory state and read it again from the store: after a failed commit, memory must not be
+        ahead of disk (an object it never stored would count as known, and never be fetched again)."""
+        self._bounds.clear()
+        self._by_reach.clear()
+        self._objs.clear()
+        self._logs.clear()
+        self._current.clear()
+        self._by_asset.clear()
+        self._gone.clear()
+        self._erasing.clear()
+        self._seq = 0
+        self._load()
 
     def _actor(self) -> bytes:
         """This store's Automerge actor: the node id's first 8 bytes and 8 random ones, kept in the store.
@@ -180,19 +198,25 @@ class Replica:
             self._by_asset.setdefault(o.asset, set()).add(oid)
         if o.flag in (CURRENT, TOMB):
             self._logs.setdefault(o.bid, SortedDict())[o.seq] = oid
-        if o.flag == CURRENT and o.asset and o.asset not in self._gone:
-            self._current[o.asset] = oid
+        if o.flag == CURRENT and o.asset and o.bid not in self._gone.get(o.asset, ()):
+            self._current[(o.bid, o.asset)] = oid
 
     def _install(self, roster: Roster, *, admin: bool) -> _Bound:
+        """Make ``roster`` this node's view of its boundary. A member's keys are the roster's (sealed to it: the
+        truth), saved to the keychain where it lacks them; the keychain adds older epochs a roster no longer seals."""
         bid = roster.boundary.id
         keys = self._keys_of(bid)
+        reach_key = (roster.boundary.kind, roster.boundary.label)
+        if roster.role(self.node_id) == "member":
+            sealed = roster.keys_for(self.identity)
+            keys.update(sealed)
+            self._save_keys(bid, sealed)
+            self._by_reach[reach_key] = bid
+        elif self._by_reach.get(reach_key) == bid:
+            del self._by_reach[reach_key]
         b = _Bound(roster, keys, admin)
         self._bounds[bid] = b
         self._logs.setdefault(bid, SortedDict())
-        if roster.role(self.node_id) == "member":
-            self._by_reach[(roster.boundary.kind, roster.boundary.label)] = bid
-        else:
-            self._by_reach.pop((roster.boundary.kind, roster.boundary.label), None)
         return b
 
     def _keys_of(self, bid: bytes) -> dict[int, bytes]:
@@ -241,7 +265,7 @@ class Replica:
         admin = crypto.SigningKey(seed)
         boundary, roster, key = roster_create(kind, name, label, admin, self.node_id, now, self.entropy)
         self.keychain.put(f"boundary/{boundary.id.hex()}/admin", seed)
-        self._save_keys(boundary.id, {roster.epoch: key})
+        del key  # the roster seals it to this node, its first member: _install takes it from there
         self._save_bound(self._install(roster, admin=True))
         self._replay()
         return boundary
@@ -250,6 +274,11 @@ class Replica:
         """Follow the journal from its start again: assets written before this node entered a boundary reach it."""
         self._jseq = 0
         self.store.write_meta({self._name("repstate", "journal"): struct.pack(">Q", 0)})
+
+    @staticmethod
+    def _epoch_keys(b: _Bound) -> dict[int, bytes]:
+        """The keys of the roster's epochs (a key saved for an epoch whose roster was never saved is not one)."""
+        return {e: k for e, k in b.keys.items() if e <= b.roster.epoch}
 
     def _admin(self, bid: bytes) -> tuple[_Bound, crypto.SigningKey]:
         b = self.bound(bid)
@@ -264,15 +293,15 @@ class Replica:
     def invite(self, bid: bytes, node: str, role: str, now: int) -> Roster:
         """Add a node (a ``member`` or a ``relay``) to a boundary this node administers; returns the new roster."""
         b, admin = self._admin(bid)
-        roster = roster_add(b.roster, node, role, admin, b.keys, now, self.entropy)
+        roster = roster_add(b.roster, node, role, admin, self._epoch_keys(b), now, self.entropy)
         self._save_bound(self._install(roster, admin=True))
         return roster
 
     def remove(self, bid: bytes, node: str, now: int) -> Roster:
         """Remove a node from a boundary this node administers: the group key rotates; the node gets nothing new."""
         b, admin = self._admin(bid)
-        roster, key = roster_remove(b.roster, node, admin, b.keys, now, self.entropy)
-        self._save_keys(bid, {roster.epoch: key})
+        roster, key = roster_remove(b.roster, node, admin, self._epoch_keys(b), now, self.entropy)
+        del key  # sealed in the roster to every remaining member, this node included: _install takes it from there
         self._save_bound(self._install(roster, admin=True))
         return roster
 
@@ -293,14 +322,14 @@ class Replica:
                 f"for {roster.boundary.label!r}"
             )
         self._adopt(roster, admin=False)
-        self._replay()
         return roster.boundary
 
     def _adopt(self, roster: Roster, *, admin: bool) -> None:
-        bid = roster.boundary.id
-        if roster.role(self.node_id) == "member":
-            self._save_keys(bid, roster.keys_for(self.identity))
+        old = self._bounds.get(roster.boundary.id)
+        was_member = old is not None and old.roster.role(self.node_id) == "member"
         self._save_bound(self._install(roster, admin=admin))
+        if roster.role(self.node_id) == "member" and not was_member:
+            self._replay()  # (again) a member: what was written meanwhile reaches the boundary
         self.counters["rosters_adopted"] += 1
 
     def boundary_for(self, kind: str, label: str) -> bytes | None:
@@ -413,37 +442,47 @@ class Replica:
         return None if r is None else self._by_reach.get((r.kind, r.label))
 
     def pump(self, now: int) -> int:
-        """Turn the writes journaled since the last pump into objects; returns how many objects were made."""
-        made = 0
-        while True:
-            entries = self.store.journal_after(self._jseq, 1024)
-            if not entries:
-                return made
-            tx = _Txn()
-            for seq, op, id_ in entries:
-                if op == OP_PUT:
-                    made += self._local_put(id_, tx)
-                elif op == OP_TOMBSTONE:
-                    made += self._local_tombstone(id_, tx)
-                self._jseq = seq
-            tx.meta[self._name("repstate", "journal")] = struct.pack(">Q", self._jseq)
-            self.store.write_meta(tx.meta)
+        """Turn the writes journaled since the last pump into objects; returns how many objects were made.
 
-    def _doc(self, tx: _Txn | None, id_: str) -> AssetDoc | None:
-        data = self._read(tx, self._name("repdoc", id_))
+        It first finishes the erasures received tombstones asked for (one a crash interrupted included)."""
+        try:
+            self._run_erasures(now)
+            made = 0
+            while True:
+                entries = self.store.journal_after(self._jseq, 1024)
+                if not entries:
+                    return made
+                tx = _Txn()
+                for seq, op, id_ in entries:
+                    if op == OP_PUT:
+                        made += self._local_put(id_, tx)
+                    elif op == OP_TOMBSTONE:
+                        made += self._local_tombstone(id_, tx)
+                    self._jseq = seq
+                tx.meta[self._name("repstate", "journal")] = struct.pack(">Q", self._jseq)
+                self.store.write_meta(tx.meta)
+        except BaseException:
+            self._reset()
+            raise
+
+    def _doc_name(self, bid: bytes, id_: str) -> bytes:
+        """An asset's document in one boundary: an asset that moved to another boundary starts a document there,
+        so no history of one boundary is ever sealed into another."""
+        return self._name("repdoc", bid.hex() + id_)
+
+    def _doc(self, tx: _Txn | None, bid: bytes, id_: str) -> AssetDoc | None:
+        data = self._read(tx, self._doc_name(bid, id_))
         return None if data is None else AssetDoc.load(data, self.actor)
 
     def _local_put(self, id_: str, tx: _Txn) -> int:
-        if id_ in self._gone:
-            return 0
         try:
             asset = self.store.get(id_)
         except NotFound:  # deleted later in the journal: its tombstone entry follows
             return 0
         bid = self._reach_bid(asset)
-        if bid is None:
+        if bid is None or bid in self._gone.get(id_, ()):
             return 0
-        doc = self._doc(tx, id_) or AssetDoc.new(self.actor)
+        doc = self._doc(tx, bid, id_) or AssetDoc.new(self.actor)
         if not doc.update(record_of(asset)):
             return 0
         self._seal_snapshot(tx, bid, id_, doc)
@@ -456,49 +495,73 @@ class Replica:
             b.boundary, b.roster.epoch, b.keys[b.roster.epoch], self.identity, SNAPSHOT, id_, data, self.entropy
         )
         self._make_current(tx, bid, id_, oid, obj)
-        tx.meta[self._name("repdoc", id_)] = data
+        tx.meta[self._doc_name(bid, id_)] = data
         self.counters["snapshots_sealed"] += 1
 
     def _make_current(self, tx: _Txn, bid: bytes, id_: str, oid: bytes, obj: bytes | None) -> None:
-        old = self._current.get(id_)
+        old = self._current.get((bid, id_))
         if old is not None and old != oid:
             o = self._objs[old]
             self._put_obj(tx, old, _Obj(o.bid, o.seq, SEEN, o.asset), None)
         self._seq += 1
         self._put_obj(tx, oid, _Obj(bid, self._seq, CURRENT, id_), obj)
-        self._current[id_] = oid
+        self._current[(bid, id_)] = oid
 
     def _local_tombstone(self, id_: str, tx: _Txn) -> int:
-        if id_ in self._gone:
-            return 0
-        bid = self._objs[next(iter(self._by_asset[id_]))].bid if self._by_asset.get(id_) else None
-        if bid is None:
-            try:
-                bid = self._reach_bid(self.store.get(id_, include_deleted=True))
-            except NotFound:
-                return 0
-        if bid is None or self._bounds[bid].roster.role(self.node_id) != "member":
-            return 0
-        b = self._bounds[bid]
-        oid, obj = seal_object(
-            b.boundary, b.roster.epoch, b.keys[b.roster.epoch], self.identity, TOMBSTONE, id_, b"", self.entropy
-        )
-        self._forget(tx, id_)
-        self._seq += 1
-        self._put_obj(tx, oid, _Obj(bid, self._seq, TOMB, id_), obj)
-        self.counters["tombstones_sealed"] += 1
-        return 1
+        """A deletion here travels to every boundary the asset reached from this node, and to its boundary now."""
+        bids = {self._objs[oid].bid for oid in self._by_asset.get(id_, ())}
+        try:
+            here = self._reach_bid(self.store.get(id_, include_deleted=True))  # a tombstone keeps its policy
+        except NotFound:
+            here = None
+        if here is not None:
+            bids.add(here)
+        made = 0
+        for bid in sorted(bids):
+            b = self._bounds.get(bid)
+            if b is None or bid in self._gone.get(id_, ()) or b.roster.role(self.node_id) != "member":
+                continue
+            oid, obj = seal_object(
+                b.boundary, b.roster.epoch, b.keys[b.roster.epoch], self.identity, TOMBSTONE, id_, b"", self.entropy
+            )
+            self._forget(tx, id_, bid)
+            self._seq += 1
+            self._put_obj(tx, oid, _Obj(bid, self._seq, TOMB, id_), obj)
+            self.counters["tombstones_sealed"] += 1
+            made += 1
+        return made
 
-    def _forget(self, tx: _Txn, id_: str) -> None:
-        """Drop what this node keeps of an erased asset: its document and its snapshots (only their ids stay)."""
-        self._gone.add(id_)
-        tx.meta[self._name("repgone", id_)] = id_.encode()
-        tx.meta[self._name("repdoc", id_)] = None
-        self._current.pop(id_, None)
+    def _forget(self, tx: _Txn, id_: str, bid: bytes) -> None:
+        """Drop what this node keeps of an asset erased in a boundary: its document and snapshots there (only their
+        ids stay, so they are not fetched again); no later snapshot of it in that boundary is taken."""
+        gone = self._gone.setdefault(id_, set())
+        gone.add(bid)
+        tx.meta[self._name("repgone", id_)] = id_.encode() + b"".join(sorted(gone))
+        tx.meta[self._doc_name(bid, id_)] = None
+        self._current.pop((bid, id_), None)
         for oid in sorted(self._by_asset.get(id_, ())):
             o = self._objs[oid]
-            if o.flag in (CURRENT, SEEN):
+            if o.bid == bid and o.flag in (CURRENT, SEEN):
                 self._put_obj(tx, oid, _Obj(o.bid, o.seq, DROPPED, o.asset), None)
+
+    def _run_erasures(self, now: int) -> None:
+        """Carry out the erasures received tombstones asked for, each recorded (``reperase``) in the same commit as
+        the tombstone, and cleared once done: a crash in between leaves it to do, not undone."""
+        for id_ in sorted(self._erasing):
+            try:
+                asset = self.store.get(id_)
+            except NotFound:
+                asset = None
+            if asset is not None and self._reach_bid(asset) == self._erasing[id_]:
+                try:
+                    self._erase(id_, now)
+                    self.counters["erased"] += 1
+                except StoreError:
+                    raise  # the store is failing: the erasure stays to do
+                except GamlError:  # refused for good (say, the ladder's own checks): replication goes on
+                    self.counters["erase_failed"] += 1
+            del self._erasing[id_]
+            self.store.write_meta({self._name("reperase", id_): None})
 
     # -- from objects to the store ------------------------------------------------------------------------------------
 
@@ -511,33 +574,38 @@ class Replica:
         b = self._bounds[bid]
         if b.roster.role(self.node_id) == "relay":
             return self._carry(b, objs)
+        try:
+            accepted, rejected = self._accept(b, objs, now)
+        except BaseException:
+            self._reset()
+            raise
+        self.pump(now)  # erasures asked for, and the derivatives this node erased with them, travel on
+        self.counters["accepted"] += accepted
+        return accepted, rejected
+
+    def _accept(self, b: _Bound, objs: Sequence[bytes], now: int) -> tuple[int, int]:
+        bid = b.boundary.id
         tx = _Txn()
         accepted = rejected = 0
         docs: dict[str, AssetDoc] = {}
         fresh: dict[str, bytes] = {}  # documents as received (not merged with anything): their bytes, unsaved
         changed: dict[str, Asset] = {}
         remerge: set[str] = set()
-        tombs: list[str] = []
         for obj in objs:
-            reason = self._take(tx, b, obj, docs, fresh, changed, remerge, tombs)
+            reason = self._take(tx, b, obj, docs, fresh, changed, remerge)
             if reason:
                 rejected += 1
                 self.counters[f"rejected_{reason}"] += 1
             else:
                 accepted += 1
         for id_ in sorted(remerge):
-            if id_ not in self._gone:
-                self._seal_snapshot(tx, bid, id_, docs[id_])
+            self._seal_snapshot(tx, bid, id_, docs[id_])
         for id_, doc in docs.items():
-            if id_ not in self._gone and id_ not in remerge:  # a remerged one was saved as it was sealed
-                tx.meta[self._name("repdoc", id_)] = fresh[id_] if id_ in fresh else doc.save()
-        self._materialize(tx, [a for i, a in sorted(changed.items()) if i not in self._gone], now)
+            if id_ not in remerge:  # a remerged one was saved as it was sealed
+                tx.meta[self._doc_name(bid, id_)] = fresh[id_] if id_ in fresh else doc.save()
+        self._materialize(tx, [a for _, a in sorted(changed.items())], now)
         self._jseq = self.store.seq  # those writes were these objects: nothing to pump back
         self.store.write_meta({self._name("repstate", "journal"): struct.pack(">Q", self._jseq)})
-        for id_ in tombs:
-            self._erase_here(id_, now)
-        self.pump(now)  # derivatives this node erased with them travel as tombstones of their own
-        self.counters["accepted"] += accepted
         return accepted, rejected
 
     def _take(
@@ -549,7 +617,6 @@ class Replica:
         fresh: dict[str, bytes],
         changed: dict[str, Asset],
         remerge: set[str],
-        tombs: list[str],
     ) -> str:
         """Check and merge one object; returns why it was rejected, or ''."""
         bid = b.boundary.id
@@ -569,16 +636,29 @@ class Replica:
             return "forged"
         if b.roster.role(o.writer) != "member":
             return "writer"
-        if o.kind == TOMBSTONE:
-            self._forget(tx, o.asset_id)
-            changed.pop(o.asset_id, None)
-            docs.pop(o.asset_id, None)
-            self._seq += 1
-            self._put_obj(tx, oid, _Obj(bid, self._seq, TOMB, o.asset_id), obj)
-            tombs.append(o.asset_id)
-            return ""
         id_ = o.asset_id
-        if id_ in self._gone:
+        try:
+            local: Asset | None = self.store.get(id_)
+        except NotFound:
+            local = None
+        if o.kind == TOMBSTONE:
+            # A tombstone speaks for its boundary only: it erases the asset here if the asset belongs to that
+            # boundary here (a member of one boundary cannot erase what another, or this node alone, holds).
+            mine = local is not None and self._reach_bid(local) == bid
+            came = any(self._objs[x].bid == bid for x in self._by_asset.get(id_, ()))
+            if local is not None and not mine and not came:
+                return "boundary"
+            self._forget(tx, id_, bid)
+            for pending in (changed, docs, fresh):
+                pending.pop(id_, None)
+            remerge.discard(id_)
+            self._seq += 1
+            self._put_obj(tx, oid, _Obj(bid, self._seq, TOMB, id_), obj)
+            if mine:
+                self._erasing[id_] = bid
+                tx.meta[self._name("reperase", id_)] = id_.encode() + bid
+            return ""
+        if bid in self._gone.get(id_, ()):
             self._put_obj(tx, oid, _Obj(bid, 0, DROPPED, id_), None)
             return ""
         try:
@@ -588,7 +668,7 @@ class Replica:
             return "record"
         if theirs.id != id_ or self._reach_bid(theirs) != bid:
             return "boundary"
-        doc = docs.get(id_) or self._doc(tx, id_)
+        doc = docs.get(id_) or self._doc(tx, bid, id_)
         if doc is None:  # the first snapshot of this asset here: its record is the one just checked
             merged, before, settled, asset = incoming, None, False, theirs
             fresh[id_] = o.data  # stored as received: no second save
@@ -604,7 +684,7 @@ class Replica:
         try:
             if before is not None:
                 asset = asset_of(merged.record())
-            self._check_edit(asset)
+            self._check_edit(asset, local, bid)
         except GamlError:
             if before is not None:
                 docs[id_] = AssetDoc.load(before, self.actor)
@@ -616,7 +696,7 @@ class Replica:
             changed[id_] = asset
         if merged.heads() == incoming.heads():
             # Two snapshots of one state (two members sealed the same merge): every member keeps the lower id.
-            held = self._current.get(id_)
+            held = self._current.get((bid, id_))
             if settled and held is not None and held < oid:
                 self._put_obj(tx, oid, _Obj(bid, 0, SEEN, id_), obj)
             else:
@@ -629,41 +709,44 @@ class Replica:
         self.counters["received"] += 1
         return ""
 
-    def _check_edit(self, asset: Asset) -> None:
-        """The checks the store makes of an edit, made before the batch, so one bad object spoils no other."""
-        try:
-            old = self.store.get(asset.id, include_deleted=True)
-        except NotFound:
-            return
-        if old.tombstone:
+    def _check_edit(self, asset: Asset, local: Asset | None, bid: bytes) -> None:
+        """The merged record must still belong to this boundary (a concurrent edit may have narrowed its policy: it is
+        then not sealed back where it came from), the copy here too (no member may overwrite what belongs to another
+        boundary, or to this node alone); and the checks the store makes of an edit, made before the batch, so one bad
+        object spoils no other."""
+        if self._reach_bid(asset) != bid:
+            raise InvalidAsset(f"asset {asset.id}: the merged record does not belong to this boundary")
+        if local is None:
+            try:
+                self.store.get(asset.id, include_deleted=True)
+            except NotFound:
+                return
             raise InvalidAsset(f"asset {asset.id} was deleted here")
-        if (old.owner_id, old.tenant_scope, old.asset_type) != (asset.owner_id, asset.tenant_scope, asset.asset_type):
+        if self._reach_bid(local) != bid:
+            raise InvalidAsset(f"asset {asset.id} belongs to another boundary here")
+        if (local.owner_id, local.tenant_scope, local.asset_type) != (
+            asset.owner_id,
+            asset.tenant_scope,
+            asset.asset_type,
+        ):
             raise InvalidAsset(f"asset {asset.id}: an edit cannot change its owner, tenant or type")
 
     def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int) -> None:
         try:
             self.node.put(assets, now, meta=tx.meta, exact_times=True)
+        except StoreError:
+            raise  # the store is failing, not the assets: nothing is recorded, the peer sends them again
         except GamlError:
             # One asset the store refuses must not keep the others out: write them one by one, then the records.
             for a in assets:
                 try:
                     self.node.put([a], now, exact_times=True)
+                except StoreError:
+                    raise
                 except GamlError:
                     self.counters["rejected_store"] += 1
             self.store.write_meta(tx.meta)
         self.counters["materialized"] += len(assets)
-
-    def _erase_here(self, id_: str, now: int) -> None:
-        try:
-            asset = self.store.get(id_)
-        except NotFound:
-            return
-        del asset
-        try:
-            self._erase(id_, now)
-        except NotFound:
-            pass
-        self.counters["erased"] += 1
 
     def _carry(self, b: _Bound, objs: Sequence[bytes]) -> tuple[int, int]:
         """A relay keeps what it is given for a boundary it cannot read, and offers it on."""
@@ -702,11 +785,13 @@ class Replica:
         return sorted(oid for oid, o in self._objs.items() if o.bid == bid)
 
     def doc_heads(self, ids: Iterable[str]) -> dict[str, tuple[bytes, ...]]:
+        """The heads of the documents this node keeps of these assets (in any boundary)."""
         out = {}
         for id_ in ids:
-            doc = self._doc(None, id_)
-            if doc is not None:
-                out[id_] = doc.heads()
+            for bid in sorted(self._bounds):
+                doc = self._doc(None, bid, id_)
+                if doc is not None:
+                    out[id_] = doc.heads()
         return out
 
 

@@ -75,6 +75,7 @@ class Replicator:
         self.host: P2PHost | None = None
         self._send, self._recv = trio.open_memory_channel[tuple[str, str, bytes]](65536)
         self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
         self._poked = False
         self._status_at = 0.0
         self._done = trio.Event()
@@ -86,6 +87,7 @@ class Replicator:
     async def start(self, nursery: trio.Nursery) -> list[str]:
         """Listen, dial the bootstrap peers, and run the event loop in ``nursery``; returns the listen addresses."""
         self._token = trio.lowlevel.current_trio_token()
+        self._nursery = nursery
         self.host = P2PHost(
             self._seed,
             listen=self.listen,
@@ -121,9 +123,15 @@ class Replicator:
     def _queue(self, kind: str, node: str, frame: bytes) -> None:
         try:
             self._send.send_nowait((kind, node, frame))
-        except (trio.WouldBlock, trio.ClosedResourceError):
-            if kind == "frame":  # the engine resends what was not acknowledged
+        except trio.ClosedResourceError:
+            pass  # stopping
+        except trio.WouldBlock:
+            if kind == "frame":  # dropped: the engine resends what was not acknowledged
                 log.warning("p2p_inbox_full", extra={"fields": {"peer": node[:16]}})
+            elif kind != "tick" and self._nursery is not None:
+                # A session's start or end must not be lost (frames of a session the engine never started would be
+                # ignored for good): it waits for room, in order behind what is queued.
+                self._nursery.start_soon(self._send.send, (kind, node, frame))
 
     async def _ticker(self) -> None:
         while True:

@@ -307,3 +307,138 @@ def test_a_late_snapshot_does_not_resurrect_an_erased_asset() -> None:
     transfer(a, b, bid, NOW + 1)  # b learns the tombstone first
     assert b.accept(bid, old, a.node_id, NOW + 2) == (1, 0)  # taken (known now), not materialized
     assert b.node.store.live_ids() == []
+
+
+# -- a member of one boundary has no say over another's assets, or this node's own ------------------------------------
+
+
+def tenant_pair() -> tuple[Replica, Replica, bytes]:
+    v, w = Replica(make_node(11)), Replica(make_node(12))
+    t = v.create("tenant", "acme-tenant", "acme", NOW).id
+    w.join(v.invite(t, w.node_id, "member", NOW).encode(), NOW)
+    return v, w, t
+
+
+def sealed_by(rep: Replica, bid: bytes, kind: bytes, asset_id: str, data: bytes, seed: int) -> bytes:
+    b = rep.bound(bid)
+    return seal_object(
+        b.boundary,
+        b.roster.epoch,
+        b.keys[b.roster.epoch],
+        rep.identity,
+        kind,
+        asset_id,
+        data,
+        crypto.SeededEntropy(seed),
+    )[1]
+
+
+def test_a_member_cannot_erase_or_overwrite_what_belongs_elsewhere() -> None:
+    """A tenant member's tombstone of a local-only asset, and its snapshot rewriting a private asset (same id, owner,
+    tenant, type; wider policy, other text), are refused: neither asset belongs to the tenant boundary here."""
+    from crdt.doc import AssetDoc
+
+    v, w, t = tenant_pair()
+    (diary,) = v.node.put([{**private("my diary"), "privacy_scope": "local_only"}], NOW)
+    (pin,) = v.node.put([{**private("pin 1234"), "tenant_scope": "acme"}], NOW)
+    v.pump(NOW)
+    forged = {**record_of(v.node.store.get(pin)), "privacy_scope": "tenant_private"}
+    forged.update(replication_policy="tenant_nodes", payload={"text": "attacker"})
+    doc = AssetDoc.new(b"\x02" * 16)
+    doc.update(forged)
+    objs = [sealed_by(w, t, b"T", diary, b"", 1), sealed_by(w, t, b"S", pin, doc.save(), 2)]
+    assert v.accept(t, objs, w.node_id, NOW + 1) == (0, 2)
+    assert v.counters["rejected_boundary"] == 1 and v.counters["rejected_merge"] == 1
+    assert v.node.store.get(diary).payload["text"] == "my diary"
+    got = v.node.store.get(pin)
+    assert got.payload["text"] == "pin 1234" and got.privacy_scope.value == "user_private"
+
+
+def test_a_narrowed_asset_is_not_sealed_back_into_its_old_boundary() -> None:
+    """V narrows an asset from its tenant to its own devices and writes a secret into it while W edits it in the
+    tenant: V refuses W's snapshot (the merge would not belong to the tenant) and never seals the secret there."""
+    from crdt.doc import AssetDoc
+    from policy.model import PrivacyScope, ReplicationPolicy
+
+    v, w, t = tenant_pair()
+    v.create("devices", "alice-devices", "alice", NOW)
+    shared = {**private("public v1"), "tenant_scope": "acme", "privacy_scope": "tenant_private"}
+    (x,) = v.node.put([{**shared, "replication_policy": "tenant_nodes"}], NOW)
+    transfer(v, w, t)
+    narrowed = v.node.store.get(x).replace(
+        privacy_scope=PrivacyScope.USER_PRIVATE, replication_policy=ReplicationPolicy.TRUSTED_DEVICES, tags=("SECRET",)
+    )
+    v.node.put([narrowed], NOW + 2)
+    v.pump(NOW + 2)
+    w.node.put([w.node.store.get(x).replace(tags=("w-edit",), updated_at=NOW + 3)], NOW + 3)
+    assert transfer(w, v, t, NOW + 4) == (0, 1) and v.counters["rejected_merge"] == 1
+    ids, _ = v.log_after(t, 0, 100)
+    for obj in v.objects(t, ids):
+        opened = open_object(obj, w.bound(t).keys)
+        assert b"SECRET" not in opened.data
+        assert "SECRET" not in AssetDoc.load(opened.data, b"\x03" * 16).record()["tags"]
+
+
+def test_an_erasure_a_crash_interrupted_is_finished_by_the_next_pump() -> None:
+    from policy.errors import StoreError
+
+    a, b, bid = pair()
+    (i,) = a.node.put([private("short-lived")], NOW)
+    transfer(a, b, bid)
+    a.node.delete(i, NOW + 1)
+    calls = []
+
+    def erase(id_: str, now: int) -> None:
+        calls.append(id_)
+        if len(calls) == 1:
+            raise StoreError("the disk went away mid-erasure")
+        b.node.delete(id_, now)
+
+    b._erase = erase
+    with pytest.raises(StoreError):
+        transfer(a, b, bid, NOW + 2)
+    assert b.node.store.live_ids() == [i]  # the tombstone is recorded, the erasure not done yet
+    again = Replica(b.node, erase=erase)  # as after a restart: the state comes from the store
+    again.pump(NOW + 3)
+    assert calls == [i, i] and again.node.store.live_ids() == []
+
+
+def test_a_failed_removal_leaves_the_admin_able_to_remove_again() -> None:
+    a, b, bid = pair()
+    c = Replica(make_node(203))
+    c.join(a.invite(bid, c.node_id, "member", NOW).encode(), NOW)
+    save = a._save_bound
+
+    def crash(_: object) -> None:
+        raise OSError("crash between the keychain and the roster")
+
+    a._save_bound = crash  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        a.remove(bid, c.node_id, NOW + 1)
+    a._save_bound = save  # type: ignore[method-assign]
+    fresh = Replica(a.node)  # a new process: what is on disk
+    roster = fresh.remove(bid, c.node_id, NOW + 2)
+    assert roster.epoch == 2 and fresh.bound(bid).keys[2] == roster.keys_for(fresh.identity)[2]
+    b.offer_roster(bid, fresh.roster(bid), fresh.node_id, NOW + 2)
+    fresh.node.put([private("after the removal")], NOW + 3)
+    assert transfer(fresh, b, bid, NOW + 3) == (1, 0)
+
+
+def test_relaying_for_a_second_boundary_of_the_same_label_keeps_the_first() -> None:
+    v, w, s1 = Replica(make_node(21)), Replica(make_node(22)), b""
+    s1 = v.create("subnet", "acme-1", "acme", NOW).id
+    s2 = w.create("subnet", "acme-2", "acme", NOW).id
+    v.join(w.invite(s2, v.node_id, "relay", NOW).encode(), NOW)
+    assert v.boundary_for("subnet", "acme") == s1
+    v.node.put(
+        [
+            {
+                **private("subnet note"),
+                "tenant_scope": "acme",
+                "privacy_scope": "enterprise_private",
+                "replication_policy": "private_subnet",
+            }
+        ],
+        NOW,
+    )
+    assert v.pump(NOW) == 1 and Replica(v.node).boundary_for("subnet", "acme") == s1
