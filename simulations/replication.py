@@ -223,14 +223,23 @@ def _holders(c: Cluster, g: Group, id_: str) -> list[str]:
     return out
 
 
-def _edit(c: Cluster, rng: random.Random) -> None:
-    """An edit of an asset on a member that holds it (often while another member edits it too)."""
+def _pick(c: Cluster, rng: random.Random) -> tuple[Group, str, list[str]] | None:
+    """A boundary, one of its live assets, and the members that hold it now (None if it has none live)."""
     g = rng.choice(c.groups)
     live = sorted(c.written[g.name] - c.deleted[g.name])
     if not live:
-        return
+        return None
     id_ = rng.choice(live)
-    for m in rng.sample(_holders(c, g, id_), k=min(2, len(_holders(c, g, id_)))):
+    return g, id_, _holders(c, g, id_)
+
+
+def _edit(c: Cluster, rng: random.Random) -> None:
+    """An edit of an asset on one or two members that hold it (two: concurrent edits of one asset)."""
+    picked = _pick(c, rng)
+    if picked is None:
+        return
+    _, id_, holders = picked
+    for m in rng.sample(holders, k=min(2, len(holders))):
         tag = f"{m}-{rng.randrange(1000)}"
         old = c.replicas[m].node.store.get(id_)
         draft = {**c.drafts[id_], "tags": sorted({*old.tags, tag}), "confidence_score": rng.choice((0.5, 0.7, 0.9))}
@@ -238,12 +247,10 @@ def _edit(c: Cluster, rng: random.Random) -> None:
 
 
 def _delete(c: Cluster, rng: random.Random) -> None:
-    g = rng.choice(c.groups)
-    live = sorted(c.written[g.name] - c.deleted[g.name])
-    if not live:
+    picked = _pick(c, rng)
+    if picked is None:
         return
-    id_ = rng.choice(live)
-    holders = _holders(c, g, id_)
+    g, id_, holders = picked
     if holders:
         c.replicas[rng.choice(holders)].node.delete(id_, c.now())
         c.deleted[g.name].add(id_)
