@@ -245,7 +245,7 @@ def replication_act(tmp: Path, laptop: Path, embedder: str, daemons: list[subpro
     plan_id = gaml(laptop, "put", stdin=json.dumps(plan)).strip()
     note_id = gaml(laptop, "put", stdin=json.dumps(note)).strip()
     took = wait_for("the plan reaching the phone", lambda: has_asset(phone, plan_id))
-    print(f"the phone has the plan after {took:.2f} s:")
+    print(f"the phone has the plan after {took:.2f} s (a node's first write also loads its embedding model):")
     got = json.loads(gaml(phone, "get", plan_id, "--as", "alice"))
     print(
         f"  {got['payload']['text']!r}  tags={got['tags']}  (materialized and signed by the phone: "
