@@ -43,17 +43,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import random
 import secrets
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -66,7 +63,7 @@ from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.retrieve_bench import code_version
-from bench.store_bench import TYPES, Corpus, bar, fs_type, log, machine, pct, rate
+from bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
 from node import certs
 from node.client import Client, _ints
 from node.daemon import MAX_UNIX_PATH
@@ -582,24 +579,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    code = code_version()
-    started = dt.datetime.now(dt.UTC)
-    base = Path(tempfile.mkdtemp(prefix="gb", dir=args.tmp))
-    log(f"temporary node home in {base} ({fs_type(base)})")
-    try:
-        R = run(args, base)
-        R["machine"] = machine(started, fs_type(base))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    R["code"] = code
-    md = render(R)
-    print(md)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "grpc.md").write_text(md)
-    (args.out / "grpc.json").write_text(json.dumps(R, indent=1) + "\n")
-    log(f"wrote {args.out / 'grpc.md'} and {args.out / 'grpc.json'}")
-    return 0
+    return run_and_write(args, "grpc", run, render, code_version())
 
 
 def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:

@@ -63,8 +63,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import hashlib
 import itertools
 import json
 import os
@@ -76,7 +74,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -84,7 +81,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench.store_bench import TYPES, Corpus, bar, fs_type, log, machine, pct, rate
+from bench.retrieve_bench import code_version
+from bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
 from node.client import Client
 from node.daemon import MAX_UNIX_PATH
 from node.file_keychain import Unlock
@@ -113,23 +111,6 @@ def summary(xs: Sequence[float]) -> dict[str, float]:
     if not xs:
         return {}
     return {"p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99), "mean": statistics.fmean(xs), "max": max(xs)}
-
-
-def code_version() -> dict[str, Any]:
-    """The commit and the uncommitted changes of the code under test (crdt/, node/, policy/, proto/), at start."""
-
-    def git(*a: str) -> str:
-        try:
-            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.rstrip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    dirty = [line[3:] for line in git("status", "--porcelain", "--", "crdt", "node", "policy", "proto").splitlines()]
-    digest = hashlib.blake2b(digest_size=8)
-    for name in sorted(dirty):
-        path = ROOT / name
-        digest.update(name.encode() + (path.read_bytes() if path.is_file() else b""))
-    return {"commit": git("rev-parse", "--short", "HEAD"), "dirty": dirty, "dirty_digest": digest.hexdigest()}
 
 
 # -- data ------------------------------------------------------------------------------------------------------------
@@ -1038,24 +1019,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    code = code_version()
-    started = dt.datetime.now(dt.UTC)
-    base = Path(tempfile.mkdtemp(prefix="rb", dir=args.tmp))
-    log(f"temporary homes in {base} ({fs_type(base)})")
-    try:
-        R = run(args, base)
-        R["machine"] = machine(started, fs_type(base))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    R["code"] = code
-    md = render(R)
-    print(md)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "replication.md").write_text(md)
-    (args.out / "replication.json").write_text(json.dumps(R, indent=1) + "\n")
-    log(f"wrote {args.out / 'replication.md'} and {args.out / 'replication.json'}")
-    return 0
+    return run_and_write(args, "replication", run, render, code_version(("crdt", "node", "policy", "proto")))
 
 
 def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:

@@ -210,8 +210,8 @@ def profile_summary(stats: pstats.Stats, queries: int) -> dict[str, Any]:
 # -- main ----------------------------------------------------------------------------------------------------------
 
 
-def code_version() -> dict[str, Any]:
-    """The commit and the uncommitted changes of the code under test (node/, policy/), as imported at start."""
+def code_version(paths: Sequence[str] = ("node", "policy")) -> dict[str, Any]:
+    """The commit and the uncommitted changes of the code under test (``paths``), as imported at start."""
     root = Path(__file__).resolve().parent.parent
 
     def git(*a: str) -> str:
@@ -220,7 +220,7 @@ def code_version() -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    dirty = [line[3:] for line in git("status", "--porcelain", "--", "node", "policy").splitlines()]
+    dirty = [line[3:] for line in git("status", "--porcelain", "--", *paths).splitlines()]
     digest = hashlib.blake2b(digest_size=8)
     for name in sorted(dirty):
         path = root / name

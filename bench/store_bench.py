@@ -392,6 +392,35 @@ def fs_type(path: Path) -> str:
         return "?"
 
 
+def run_and_write(
+    args: argparse.Namespace,
+    name: str,
+    run: Callable[[argparse.Namespace, Path], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    code: dict[str, Any],
+) -> int:
+    """A benchmark's main: ``run`` in a fresh temporary directory (``args.tmp``; removed after), the machine, the
+    arguments and ``code`` added to its results, printed as ``render`` makes them and written to
+    ``args.out/NAME.md`` and ``NAME.json``."""
+    started = dt.datetime.now(dt.UTC)
+    base = Path(tempfile.mkdtemp(prefix=name[:2], dir=args.tmp))
+    log(f"temporary files in {base} ({fs_type(base)})")
+    try:
+        R = run(args, base)
+        R["machine"] = machine(started, fs_type(base))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    R["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    R["code"] = code
+    md = render(R)
+    print(md)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}.md").write_text(md)
+    (args.out / f"{name}.json").write_text(json.dumps(R, indent=1) + "\n")
+    log(f"wrote {args.out / (name + '.md')} and {args.out / (name + '.json')}")
+    return 0
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.store_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=100_000, help="assets")

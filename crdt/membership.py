@@ -31,8 +31,8 @@ import orjson
 from policy import crypto
 from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
 from policy.model import canonical_encode
+from policy.replication import KINDS
 
-KINDS: Final = ("devices", "subnet", "tenant")
 ROLES: Final = ("member", "relay")
 MEMBER: Final = "member"
 RELAY: Final = "relay"

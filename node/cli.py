@@ -23,7 +23,16 @@ from typing import Any, NoReturn
 from node import certs
 from node.core import Node, hit_json
 from node.file_keychain import FileKeychain, Unlock
-from node.home import EMBEDDERS, default_home, init_home, make_counter, memory_layers, open_node, read_config
+from node.home import (
+    EMBEDDERS,
+    default_home,
+    init_home,
+    local_principal,
+    make_counter,
+    memory_layers,
+    open_node,
+    read_config,
+)
 from node.hydrate import MODES as HYDRATION_MODES
 from node.hydrate import HydrationRequest, Hydrator, Segment, parse_plane
 from node.ingest import IngestOptions, Ingestor
@@ -803,12 +812,10 @@ def _invite(args: argparse.Namespace, kind: str, name: str, label: str | None, c
 
 
 def _join(args: argparse.Namespace, path: Path) -> None:
-    from node.pairing import read_invitation, update_p2p
+    from node.pairing import check_peers, read_invitation, update_p2p
 
     roster, peers = read_invitation(path)
-    bad = [p for p in peers if "/p2p/" not in p]
-    if bad:
-        raise InvalidInput(f"{path}: a peer address must end in /p2p/<peer id>: {bad[0]!r}")
+    check_peers(peers, f"{path}: ")
     with _node(args) as node:
         boundary = _replica(node).join(roster, now_us())
     update_p2p(args.home, add_peers=peers)
@@ -816,13 +823,12 @@ def _join(args: argparse.Namespace, path: Path) -> None:
 
 
 def _local_user(args: argparse.Namespace, node: Node) -> str:
-    name = read_config(args.home).get("local_principal")
-    if name:
-        return str(name)
-    users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
-    if len(users) != 1:
-        raise InvalidInput(f"whose devices? this node has {len(users)} users; name one with --owner")
-    return users[0]
+    name = local_principal(args.home, node)
+    if name is None:
+        raise InvalidInput(
+            "whose devices? this node has no local_principal and not exactly one user; name one with --owner"
+        )
+    return name
 
 
 def cmd_pair(args: argparse.Namespace) -> None:

@@ -63,7 +63,7 @@ from grpc_reflection.v1alpha import reflection
 from node import certs
 from node.file_keychain import FileKeychain, Unlock
 from node.files import write_atomic
-from node.home import make_counter, memory_layers, open_node, read_config
+from node.home import local_principal, make_counter, memory_layers, open_node, read_config
 from node.pairing import p2p_config
 from node.replica import Replica
 from node.replicator import Replicator
@@ -78,7 +78,7 @@ from node.service import (
 )
 from node.tokens import TokenCounter
 from policy import crypto
-from policy.access import Principal, PrincipalKind
+from policy.access import Principal
 from policy.errors import GamlError, InvalidInput, StoreError
 from policy.keychain import NODE_IDENTITY_REF
 from proto.servicer import SERVICE, MemoryServicer, handlers
@@ -305,7 +305,6 @@ class Daemon:
                 f"the socket path {self.socket_path} is over {MAX_UNIX_PATH} bytes (a Unix-socket limit): "
                 "give a shorter one with --socket"
             )
-        self._cfg_principal = self.opts.local_principal or cfg.get("local_principal")
         self.uid = os.getuid()
         self.lane = CoreLane()
         self.trio = TrioGuest()
@@ -352,10 +351,7 @@ class Daemon:
         try:
             ingestor, ladder = memory_layers(self.home, node)
             svc = MemoryService(node, ingestor, ladder, self.opts.counter or make_counter)
-            name = self._cfg_principal
-            if not name:
-                users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
-                name = users[0] if len(users) == 1 else getpass.getuser()
+            name = self.opts.local_principal or local_principal(self.home, node) or getpass.getuser()
             self.local_principal = svc.ensure_user(name).id
             self.replicator = self._replicator(svc, ladder)
         except BaseException:

@@ -34,6 +34,7 @@ from node.tiers import TierPolicy
 from node.tokens import HeuristicCounter, TokenCounter
 from node.vectors import AdaptiveFactory
 from policy import crypto
+from policy.access import PrincipalKind
 from policy.errors import GamlError, InvalidInput, KeychainError
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
 
@@ -79,6 +80,15 @@ def read_config(home: Path) -> dict[str, Any]:
     if cfg.get("format") != CONFIG_FORMAT:
         raise GamlError(f"{home}/config.json: unknown format {cfg.get('format')!r}")
     return cfg
+
+
+def local_principal(home: Path, node: Node) -> str | None:
+    """Who this node's own user is: ``config.json`` ``local_principal``, else its only user principal, else None."""
+    name = read_config(home).get("local_principal")
+    if name:
+        return str(name)
+    users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
+    return users[0] if len(users) == 1 else None
 
 
 def init_home(

@@ -45,6 +45,13 @@ def read_invitation(path: Path) -> tuple[bytes, list[str]]:
     return roster, peers
 
 
+def check_peers(peers: Sequence[str], where: str = "") -> None:
+    """InvalidInput unless every address names its peer (ends in ``/p2p/<peer id>``): peers are dialled by identity."""
+    for p in peers:
+        if "/p2p/" not in p:
+            raise InvalidInput(f"{where}a peer address must end in /p2p/<peer id>: {p!r}")
+
+
 def p2p_config(home: Path) -> dict[str, list[str]]:
     cfg = read_config(home).get("p2p") or {}
     listen = [str(a) for a in cfg.get("listen", DEFAULT_LISTEN)]
@@ -60,15 +67,12 @@ def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Se
     if listen is not None:
         section["listen"] = list(listen)
     peers = list(section.get("peers", []))
-    for p in add_peers:
-        if "/p2p/" not in p:
-            raise InvalidInput(f"a peer address must end in /p2p/<peer id>: {p!r}")
-        if p not in peers:
-            peers.append(p)
+    check_peers(add_peers)
+    peers += [p for p in dict.fromkeys(add_peers) if p not in peers]
     section["peers"] = peers
     cfg["p2p"] = section
     write_atomic(path, json.dumps(cfg, indent=1).encode(), mode=0o600)
     return section
 
 
-__all__ = ["DEFAULT_LISTEN", "p2p_config", "read_invitation", "update_p2p", "write_invitation"]
+__all__ = ["DEFAULT_LISTEN", "check_peers", "p2p_config", "read_invitation", "update_p2p", "write_invitation"]

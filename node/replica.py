@@ -49,7 +49,7 @@ from crdt.membership import create as roster_create
 from crdt.membership import remove as roster_remove
 from crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, object_id, open_object, peek, seal_object
 from node.core import Node
-from node.store import OP_PUT, OP_TOMBSTONE
+from node.store import OP_PUT, OP_TOMBSTONE, Store
 from policy import crypto
 from policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from policy.model import Asset
@@ -124,18 +124,8 @@ class Replica:
         self.entropy = self.store.entropy
         self.actor = self._actor()
         self._erase = erase or (lambda id_, now: node.delete(id_, now))
-        self._bounds: dict[bytes, _Bound] = {}
-        self._by_reach: dict[tuple[str, str], bytes] = {}
-        self._objs: dict[bytes, _Obj] = {}
-        self._logs: dict[bytes, SortedDict] = {}
-        self._current: dict[tuple[bytes, str], bytes] = {}  # (boundary, asset id) -> its current snapshot's id
-        self._by_asset: dict[str, set[bytes]] = {}  # asset id -> every object of it this node keeps
-        self._gone: dict[str, set[bytes]] = {}  # asset id -> the boundaries whose tombstone of it this node holds
-        self._erasing: dict[str, bytes] = {}  # erasures a received tombstone asks of this node, not yet done
-        self._seq = 0
-        self._jseq = 0
         self.counters: Counter[str] = Counter()
-        self._load()
+        self._reset()
 
     # -- persistence --------------------------------------------------------------------------------------------------
 
@@ -165,17 +155,18 @@ class Replica:
         self._jseq = struct.unpack(">Q", state)[0] if state else 0
 
     def _reset(self) -> None:
-        """Forget the in-memory state and read it again from the store: after a failed commit, memory must not be
+        """(Re)build the in-memory state from the store: at start, and after a failed commit, when memory must not be
         ahead of disk (an object it never stored would count as known, and never be fetched again)."""
-        self._bounds.clear()
-        self._by_reach.clear()
-        self._objs.clear()
-        self._logs.clear()
-        self._current.clear()
-        self._by_asset.clear()
-        self._gone.clear()
-        self._erasing.clear()
+        self._bounds: dict[bytes, _Bound] = {}
+        self._by_reach: dict[tuple[str, str], bytes] = {}
+        self._objs: dict[bytes, _Obj] = {}
+        self._logs: dict[bytes, SortedDict] = {}
+        self._current: dict[tuple[bytes, str], bytes] = {}  # (boundary, asset id) -> its current snapshot's id
+        self._by_asset: dict[str, set[bytes]] = {}  # asset id -> every object of it this node keeps
+        self._gone: dict[str, set[bytes]] = {}  # asset id -> the boundaries whose tombstone of it this node holds
+        self._erasing: dict[str, bytes] = {}  # erasures a received tombstone asks of this node, not yet done
         self._seq = 0
+        self._jseq = 0
         self._load()
 
     def _actor(self) -> bytes:
@@ -638,9 +629,10 @@ class Replica:
             return "writer"
         id_ = o.asset_id
         try:
-            local: Asset | None = self.store.get(id_)
+            stored: Asset | None = self.store.get(id_, include_deleted=True)
         except NotFound:
-            local = None
+            stored = None
+        local = None if stored is None or stored.tombstone else stored  # the live copy here, if any
         if o.kind == TOMBSTONE:
             # A tombstone speaks for its boundary only: it erases the asset here if the asset belongs to that
             # boundary here (a member of one boundary cannot erase what another, or this node alone, holds).
@@ -684,7 +676,7 @@ class Replica:
         try:
             if before is not None:
                 asset = asset_of(merged.record())
-            self._check_edit(asset, local, bid)
+            self._check_edit(asset, stored, bid)
         except GamlError:
             if before is not None:
                 docs[id_] = AssetDoc.load(before, self.actor)
@@ -709,27 +701,20 @@ class Replica:
         self.counters["received"] += 1
         return ""
 
-    def _check_edit(self, asset: Asset, local: Asset | None, bid: bytes) -> None:
+    def _check_edit(self, asset: Asset, stored: Asset | None, bid: bytes) -> None:
         """The merged record must still belong to this boundary (a concurrent edit may have narrowed its policy: it is
         then not sealed back where it came from), the copy here too (no member may overwrite what belongs to another
         boundary, or to this node alone); and the checks the store makes of an edit, made before the batch, so one bad
         object spoils no other."""
         if self._reach_bid(asset) != bid:
             raise InvalidAsset(f"asset {asset.id}: the merged record does not belong to this boundary")
-        if local is None:
-            try:
-                self.store.get(asset.id, include_deleted=True)
-            except NotFound:
-                return
+        if stored is None:
+            return
+        if stored.tombstone:
             raise InvalidAsset(f"asset {asset.id} was deleted here")
-        if self._reach_bid(local) != bid:
+        if self._reach_bid(stored) != bid:
             raise InvalidAsset(f"asset {asset.id} belongs to another boundary here")
-        if (local.owner_id, local.tenant_scope, local.asset_type) != (
-            asset.owner_id,
-            asset.tenant_scope,
-            asset.asset_type,
-        ):
-            raise InvalidAsset(f"asset {asset.id}: an edit cannot change its owner, tenant or type")
+        Store.check_identity(stored, asset)
 
     def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int) -> None:
         try:

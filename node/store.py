@@ -709,17 +709,22 @@ class Store:
         return v if abs(norm - 1.0) < 1e-4 else (v / norm).astype(np.float32)
 
     @staticmethod
+    def check_identity(old: Asset, new: Asset) -> None:
+        """InvalidAsset unless ``new`` keeps ``old``'s owner, tenant and type (what no edit may change)."""
+        if (old.owner_id, old.tenant_scope, old.asset_type) != (new.owner_id, new.tenant_scope, new.asset_type):
+            raise InvalidAsset(
+                f"asset {new.id} belongs to owner {old.owner_id!r} (tenant {old.tenant_scope!r}, type "
+                f"{old.asset_type.value}); an edit cannot change its owner, tenant or type"
+            )
+
+    @staticmethod
     def _check_edit(old: Asset, new: Asset) -> None:
         """An asset stored under an existing id must be an edit of it: same owner and tenant, a newer version."""
         if old.tombstone:
             raise Deleted(f"asset {new.id} was deleted; a deleted id is not reused")
         if old.signing_bytes() == new.signing_bytes():
             return
-        if (old.owner_id, old.tenant_scope, old.asset_type) != (new.owner_id, new.tenant_scope, new.asset_type):
-            raise InvalidAsset(
-                f"asset {new.id} belongs to owner {old.owner_id!r} (tenant {old.tenant_scope!r}, type "
-                f"{old.asset_type.value}); an edit cannot change its owner, tenant or type"
-            )
+        Store.check_identity(old, new)
         if new.version <= old.version:
             raise InvalidAsset(
                 f"asset {new.id}: an edit must advance the version (stored {old.version}, got {new.version})"
