@@ -306,13 +306,16 @@ def main() -> None:
         banner(f"gaml init  (home {home})")
         print(gaml(home, "init", "--embedder", args.embedder).strip())
 
+        banner(
+            "gaml principal add …  (alice in tenant acme, bob in globex, carol on her own; before their tenants' memory)"
+        )
+        for argv in (["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]):
+            print(gaml(home, "principal", "add", *argv).strip())
+
         banner(f"gaml put  ({EXAMPLES.name}: 36 assets of several owners across 7 scopes, loaded before serving)")
         ids = gaml(home, "put", str(EXAMPLES)).split()
         print(f"stored {len(ids)} assets; first ids: {', '.join(ids[:3])} …")
 
-        banner("gaml principal add …  (alice in tenant acme, bob in globex, carol on her own)")
-        for argv in (["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]):
-            print(gaml(home, "principal", "add", *argv).strip())
         banner("gaml grant --as alice --to carol --segment personal --max-level l0")
         grant = json.loads(
             gaml(home, "grant", "--as", "alice", "--to", "carol", "--segment", "personal", "--max-level", "l0")

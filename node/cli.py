@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from node import certs
-from node.core import Node, hit_json
+from node.core import Node, hit_json, whose
 from node.file_keychain import FileKeychain, Unlock
 from node.home import (
     EMBEDDERS,
@@ -51,7 +51,7 @@ from policy.errors import (
     StoreError,
     StoreLocked,
 )
-from policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
+from policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 from proto.convert import asset_to_json, draft_from_json
 
 
@@ -206,6 +206,7 @@ def cmd_put(args: argparse.Namespace) -> None:
     client = _daemon(args)
     if client is not None:
         with client:
+            _as_daemon_caller(client, args.as_)
             ids = []
             objs = [obj for _, obj in _read_drafts(text, origin)]
             for obj in objs:
@@ -221,15 +222,38 @@ def cmd_put(args: argparse.Namespace) -> None:
     with _node(args) as node:
         now = now_us()
         built = []
+        if args.as_:  # as through the daemon: memory without an owner is the writer's user's
+            user = node.governance.principal(args.as_).user
+            drafts = [d if d.get("owner_id") else {**d, "owner_id": user} for d in drafts]
         for i, d in enumerate(drafts):
             try:
                 built.append(node.build(d, now))
             except GamlError as e:
                 raise type(e)(f"asset #{i + 1}: {e}") from None
+        _authorize_put(node, built, args.as_)
         with _progress(len(built), "put") as bar:
             ids = node.put_stream(built, now, batch=args.batch, progress=bar.update)
     for id_ in ids:
         print(id_)
+
+
+def _authorize_put(node: Node, assets: Sequence[Asset], as_: str | None) -> None:
+    """Authorize a put on the store before anything is written: as ``--as`` when given, else each asset as written
+    by its owner (the command line holds the home's keys, but memory still goes only where its owner may put it)."""
+    if as_:
+        node.authorize_writes(node.governance.principal(as_), assets)
+        return
+    for i, a in enumerate(assets):
+        if a.owner_id:
+            writer = node.writer(a.owner_id)[0]
+        elif a.tenant_scope:
+            raise PolicyError(f"asset #{i + 1} has no owner but tenant {a.tenant_scope}: name who writes it with --as")
+        else:
+            continue  # ownerless public memory of no tenant: the home's holder publishes it
+        try:
+            node.authorize_writes(writer, [a])
+        except PolicyError as e:
+            raise PolicyError(f"asset #{i + 1}: {e}") from None
 
 
 def cmd_get(args: argparse.Namespace) -> None:
@@ -280,6 +304,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         rows = [
             {
                 **h["explain"],
+                "owner": h["asset"]["owner_id"],
                 "type": h["asset"]["asset_type"],
                 "level": h["asset"]["level"],
                 "text": _payload_text(h["asset"]["payload"]),
@@ -305,7 +330,8 @@ def cmd_search(args: argparse.Namespace) -> None:
             tags=frozenset(args.tag),
             entities=frozenset(args.entity),
         )
-    _print_hits([hit_json(h) for h in hits], args, args.as_)
+        reader = node.governance.principal(args.as_).user
+    _print_hits([hit_json(h) for h in hits], args, reader)
 
 
 def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) -> None:
@@ -315,7 +341,8 @@ def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) 
     if not rows:
         print(f"(nothing that {who} may {args.purpose.value} matches)")
     for h in rows:
-        text = h["text"] if len(h["text"]) <= 90 else h["text"][:89] + "…"
+        text = whose(h["owner"], who) + h["text"]
+        text = text if len(text) <= 90 else text[:89] + "…"
         print(f"{h['score']:6.4f} {h['path']:<7} {h['id']}  {h['type']:<11} {h['partition']:<30} {text}")
 
 
@@ -544,6 +571,7 @@ def _ingest_pass(
         replication=args.replicate,
         item_budget=args.item_budget,
     )
+    node.authorize_writes(node.writer(args.owner)[0], [opts.target()])  # the command line writes as the owner
     now = now_us()
     with _progress(sum(len(s.records) for s in sources), "ingest", unit="record") as bar:
         report = ingestor.ingest(sources, opts, now, progress=bar.update)
@@ -1020,6 +1048,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("put", help="store assets (JSON object, array or JSON Lines, proto JSON mapping)")
     s.add_argument("file", nargs="?", help="input file (default or '-': stdin)")
     s.add_argument("--owner", help="owner_id for assets that do not name one")
+    s.add_argument(
+        "--as", dest="as_", metavar="PRINCIPAL", help="who writes (a registered principal; default: each asset's owner)"
+    )
     s.add_argument("--batch", type=_positive, default=256, help="assets per atomic batch (default 256)")
     s.set_defaults(func=cmd_put)
 

@@ -13,7 +13,17 @@ from node.embed import Embedder
 from node.governance import Governance
 from node.retrieve import Result, Retriever, SearchRequest
 from node.store import Store
-from policy.access import Location, Permission, PolicyError, Principal, UnknownPrincipal, decide
+from policy.access import (
+    Location,
+    Permission,
+    PolicyError,
+    Principal,
+    UnknownPrincipal,
+    Writable,
+    authorize_write,
+    decide,
+    may_know,
+)
 from policy.errors import Deleted, InvalidAsset, NotFound
 from policy.model import Asset, canonical_json, content_id
 from policy.partitions import partition_of
@@ -105,23 +115,64 @@ class Node:
         *,
         meta: Mapping[bytes, bytes | None] | None = None,
         exact_times: bool = False,
+        by: Principal | None = None,
     ) -> list[str]:
         """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids.
 
-        An owner this node has not seen before is registered as a user principal. ``meta`` records (see
-        :meth:`Store.put_many`) commit in the same batch. ``exact_times``: see :meth:`prepare`.
+        ``by`` is the caller who writes (the service's and the CLI's puts name one, and its write is authorized first:
+        :meth:`authorize_writes`); the node's own writes (curation, replication, erasure) name none. An owner this
+        node has not seen before is registered as a user principal. ``meta`` records (see :meth:`Store.put_many`)
+        commit in the same batch. ``exact_times``: see :meth:`prepare`.
         """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
+        owners = self._owners(assets)  # every check before the first write: a refused batch writes nothing
+        if by is not None:
+            self.authorize_writes(by, assets, owners)
         prepared = [self.prepare(a, exact_times=exact_times) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
         vectors = list(self.embedder.embed([a.embed_text() for a in todo])) if todo else []
         self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta)
-        for owner in sorted({a.owner_id for a in assets if a.owner_id}):  # after the write: a refused batch adds none
-            try:
-                self.governance.principal(owner)
-            except UnknownPrincipal:
-                self.governance.add_principal(Principal(owner))
+        for p, known in owners.values():  # after the write: a refused batch registers none
+            if not known:
+                self.governance.add_principal(p)
         return [a.id for a in prepared]
+
+    def _owners(self, assets: Sequence[Writable]) -> dict[str, tuple[Principal, bool]]:
+        """The principal of each owner the assets name, and whether it is registered (an unknown owner is checked as
+        a principal id now, and registered as a user once the write is done)."""
+        return {owner: self.writer(owner) for owner in sorted({a.owner_id for a in assets if a.owner_id})}
+
+    def writer(self, id_: str) -> tuple[Principal, bool]:
+        """The registered principal ``id_`` and True, or a new user principal of that id (its id checked) and False:
+        who writes when the command line writes as an owner the node has not registered yet."""
+        try:
+            return self.governance.principal(id_), True
+        except UnknownPrincipal:
+            return Principal(id_), False
+
+    def authorize_writes(
+        self,
+        by: Principal,
+        targets: Sequence[Writable],
+        owners: Mapping[str, tuple[Principal, bool]] | None = None,
+    ) -> None:
+        """Raise :class:`PolicyError` unless ``by`` may write every target (:func:`policy.access.authorize_write`).
+
+        Nothing is read or written but the governance records, so a refusal changes nothing."""
+        owners = self._owners(targets) if owners is None else owners
+        for i, a in enumerate(targets):
+            owner = owners[a.owner_id][0] if a.owner_id else by
+            d = authorize_write(by, owner, a, self._registered)
+            if not d.allowed:
+                where = f"asset #{i + 1}: " if len(targets) > 1 else ""
+                raise PolicyError(f"{where}{d.reason}")
+
+    def _registered(self, id_: str) -> bool:
+        try:
+            self.governance.principal(id_)
+        except UnknownPrincipal:
+            return False
+        return True
 
     def put_stream(
         self,
@@ -129,12 +180,19 @@ class Node:
         now: int,
         batch: int = 256,
         progress: Callable[[int], None] | None = None,
+        *,
+        by: Principal | None = None,
     ) -> list[str]:
-        """Bulk put in batches (each batch atomic); ``progress`` is told how many were stored after each batch."""
+        """Bulk put in batches (each batch atomic); ``progress`` is told how many were stored after each batch.
+
+        Every asset is built and authorized before the first batch is written, so a refusal writes nothing."""
+        assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
+        if by is not None:
+            self.authorize_writes(by, assets)
         ids: list[str] = []
-        for i in range(0, len(drafts), batch):
-            chunk = drafts[i : i + batch]
-            ids += self.put(chunk, now)
+        for i in range(0, len(assets), batch):
+            chunk = assets[i : i + batch]
+            ids += self.put(chunk, now)  # authorized above, whole
             if progress:
                 progress(len(chunk))
         return ids
@@ -142,18 +200,25 @@ class Node:
     def delete(self, id_: str, now: int, *, by: str | None = None) -> Asset:
         """Tombstone an asset. With ``by``, only its owner (or an agent acting for them) may."""
         if by is not None:
-            self.require_owner(by, self.store.get(id_, include_deleted=True), "delete")
+            self.require_owner(by, self.store.get(id_, include_deleted=True), "delete", now)
         return self.store.delete(id_, now)
 
-    def require_owner(self, by: str, asset: Asset, action: str) -> None:
-        """Raise unless the registered principal ``by`` is (or acts for) the asset's owner."""
-        if self.governance.principal(by).user != asset.owner_id:
-            raise PolicyError(f"only {asset.owner_id or 'its owner'} may {action} asset {asset.id}")
+    def require_owner(self, by: str, asset: Asset, action: str, now: int) -> None:
+        """Raise unless the registered principal ``by`` is (or acts for) the asset's owner: :class:`NotFound`, as for
+        an id that does not exist, when ``by`` may not even know the asset exists (:func:`policy.access.may_know`)."""
+        p = self.governance.principal(by)
+        if p.user == asset.owner_id:
+            return
+        if not may_know(p, asset, now, self.governance.grants_for(p)):
+            raise NotFound(f"no asset {asset.id}")
+        raise PolicyError(f"only {asset.owner_id or 'its owner'} may {action} asset {asset.id}")
 
     def redact(self, id_: str, by: str, now: int) -> str:
         """Store the redacted packet of an asset (policy.redact), a separately governed derived asset. Owner only."""
-        source = self.store.get(id_)
-        self.require_owner(by, source, "make a redacted packet of")
+        source = self.store.get(id_, include_deleted=True)
+        self.require_owner(by, source, "make a redacted packet of", now)
+        if source.tombstone:
+            raise Deleted(f"asset {id_} was deleted")
         (packet_id,) = self.put([redacted_packet(source, now)], now)
         return packet_id
 
@@ -184,8 +249,13 @@ class Node:
     ) -> Asset:
         """One asset, for a principal: authorized like a search result, and logged in its owner's access log."""
         p = self.governance.principal(principal)
-        asset = self.store.get(id_)
-        d = decide(p, asset, purpose, location, now, self.governance.grants_for(p))
+        grants = self.governance.grants_for(p)
+        asset = self.store.get(id_, include_deleted=True)
+        if not may_know(p, asset, now, grants):
+            raise NotFound(f"no asset {id_}")  # exactly as for an id that does not exist: no existence oracle
+        if asset.tombstone:
+            raise Deleted(f"asset {id_} was deleted")
+        d = decide(p, asset, purpose, location, now, grants)
         if not d.allowed:
             raise PolicyError(f"{principal} may not {purpose.value} asset {id_} at {location.value}: {d.reason}")
         item = {"id": asset.id, "level": asset.level.value, "via": d.via}
@@ -207,13 +277,22 @@ def display_text(asset: Asset) -> str:
     return text if isinstance(text, str) else canonical_json(asset.payload)
 
 
+def whose(owner: str, reader: str) -> str:
+    """The label of a line of memory that is not the reader's own: ``[from bob] `` (``[public] `` without an owner),
+    so that a frame or a result list never passes another principal's words off as the reader's."""
+    if owner == reader:
+        return ""
+    return f"[from {' '.join(owner.split())[:60]}] " if owner else "[public] "
+
+
 def hit_json(hit: Result) -> dict[str, Any]:
     return {
         **hit.explain(),
+        "owner": hit.asset.owner_id,
         "type": hit.asset.asset_type.value,
         "level": hit.asset.level.value,
         "text": display_text(hit.asset),
     }
 
 
-__all__ = ["Node", "display_text", "hit_json"]
+__all__ = ["Node", "display_text", "hit_json", "whose"]

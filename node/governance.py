@@ -21,6 +21,7 @@ from typing import Any, Final
 from node.kv import Put, pack, prefix_end
 from node.store import Store
 from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
+from policy.errors import InvalidInput, NotFound
 
 PRINCIPAL_PREFIX: Final = b"principal/"
 GRANT_PREFIX: Final = b"grant/"
@@ -90,9 +91,13 @@ class Governance:
         return g
 
     def revoke(self, grant_id: str, by: Principal, now: int) -> Grant:
-        """Revoke from ``now`` on; only the grant's owner may. Revoking twice keeps the first time."""
+        """Revoke from ``now`` on; only the grant's owner may. Revoking twice keeps the first time.
+
+        A principal that is neither the grant's owner nor its grantee is answered as for a grant that does not exist."""
         g = self.get_grant(grant_id)
         if by.user != g.owner:
+            if g.grantee not in {by.id, by.user, *by.teams}:
+                raise NotFound(f"no grant {grant_id}")
             raise PolicyError(f"only {g.owner} may revoke grant {grant_id}")
         if g.revoked_at:
             return g
@@ -104,10 +109,10 @@ class Governance:
         try:
             key = self._grant_key(grant_id)
         except ValueError:
-            raise PolicyError(f"not a grant id: {grant_id!r}") from None
+            raise InvalidInput(f"not a grant id: {grant_id!r}") from None
         blob = self.store.kv.load("meta", key)
         if blob is None:
-            raise PolicyError(f"no grant {grant_id}")
+            raise NotFound(f"no grant {grant_id}")
         return Grant.from_json(json.loads(self.store.open_meta(key, blob)))
 
     def grants(self, *, owner: str | None = None, grantee: str | None = None) -> list[Grant]:
@@ -138,11 +143,15 @@ class Governance:
         items: Sequence[tuple[str, dict[str, Any]]],
         *,
         detail: Mapping[str, Any] | None = None,
+        private: Mapping[str, Any] | None = None,
     ) -> None:
         """One receipt per owner for a read that returned ``items`` ((owner, item) pairs): one commit, no fsync.
 
-        ``detail`` (a hydration's receipt id, goal, budget and path) goes into every owner's receipt; each owner sees
-        only their own items. Public memory without an owner leaves no receipt.
+        An owner learns who read which of her items, when, for what purpose, where, at which level and via which
+        grant: ``detail`` (a hydration's receipt id and path) goes into every owner's receipt, and each owner sees only
+        her own items. What the reader was thinking about — ``private``: a hydration's goal and budget — goes into
+        the reader's own receipt only (when the read returned some of its own memory), never into another owner's.
+        (A search's text is logged nowhere.) Public memory without an owner leaves no receipt.
         """
         by_owner: dict[str, list[dict[str, Any]]] = {}
         for owner, item in items:
@@ -159,6 +168,7 @@ class Governance:
                 "kind": kind,
                 "read": by_owner[owner],
                 **(detail or {}),
+                **((private or {}) if owner == p.user else {}),
             }
             prefix = LOG_CODE + self.store.blind(b"A", owner)
             key = prefix + pack(self._next_log_seq(prefix))

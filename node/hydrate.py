@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from node import envelope, extract
-from node.core import Node, display_text
+from node.core import Node, display_text, whose
 from node.retrieve import Authorized, Relevance, SearchRequest
 from node.tokens import HeuristicCounter, TokenCounter
 from node.views import View
@@ -404,7 +404,8 @@ class Hydrator:
         return tuple(dataclasses.replace(s, budget=room - fixed) if s.budget == 0 else s for s in plane)
 
     def _contradicted(self, auth: Authorized) -> set[str]:
-        """Authorized assets that a later authorized asset contradicts: they are resolved out of the frame."""
+        """Authorized assets that a later authorized asset of the same owner contradicts: they are resolved out of the
+        frame (another principal's claim never silences an owner's memory)."""
         every = set().union(*auth.keep.values()) if auth.keep else set()
         out = set()
         for pid, ids in auth.keep.items():
@@ -415,7 +416,12 @@ class Hydrator:
                     continue
                 for other in by:
                     w = self.retriever.view(other)
-                    if other in every and w is not None and (w.created_at, w.id) >= (v.created_at, v.id):
+                    if (
+                        other in every
+                        and w is not None
+                        and w.owner_id == v.owner_id
+                        and (w.created_at, w.id) >= (v.created_at, v.id)
+                    ):
                         out.add(target)
                         break
         return out
@@ -464,7 +470,7 @@ class Hydrator:
         left_out = ranked[fact_cap:]
         for n, u in enumerate(chosen):
             u.handle = f"m{handles_from + n + 1}"
-        groups = self._represent(req.goal, chosen, keep)
+        groups = self._represent(req.goal, chosen, keep, auth.principal.user)
         header = (
             envelope.neutralize(f"# segment {seg.name}") if titled else ""
         )  # a plane of one * segment needs no title
@@ -687,8 +693,11 @@ class Hydrator:
 
     # -- levels ----------------------------------------------------------------------------------------------------
 
-    def _represent(self, goal: str, units: Sequence[_Unit], keep: Mapping[bytes, set[str]]) -> dict[str, _Group]:
+    def _represent(
+        self, goal: str, units: Sequence[_Unit], keep: Mapping[bytes, set[str]], reader: str
+    ) -> dict[str, _Group]:
         """Fill each unit's levels (lines and tokens) and its starting level; the source groups they render under.
+        A line of memory that is not ``reader``'s own says whose it is (:func:`whose`).
 
         An item's facts and summary are used only when they are in ``keep`` themselves (authorized for the caller,
         and neither superseded, expired nor contradicted)."""
@@ -719,9 +728,9 @@ class Hydrator:
         groups: dict[str, _Group] = {}
         for u in units:
             if u.kind == "arc":
-                self._arc_reps(u, found)
+                self._arc_reps(u, found, reader)
             else:
-                self._item_reps(u, found, facts_of.get(u.key, []), summary_of.get(u.key), goal_words)
+                self._item_reps(u, found, facts_of.get(u.key, []), summary_of.get(u.key), goal_words, reader)
             start = (0, 2, 3)[min(u.distance, 2)]
             available = [lv for lv in range(4) if u.reps[lv] is not None]
             if not available:
@@ -758,13 +767,14 @@ class Hydrator:
         fact_ids: Sequence[str],
         summary_id: str | None,
         goal_words: frozenset[str],
+        reader: str,
     ) -> None:
         asset = found.get(u.key)
         if asset is None:  # pragma: no cover - the views follow the records
             return
         text = display_text(asset)
         who = _speaker(asset)
-        prefix = f"{who}: " if who else ""
+        prefix = whose(asset.owner_id, reader) + (f"{who}: " if who else "")
         covers = (u.key,)
         u.reps[0] = self._line(u.handle, 0, prefix + text, asset.id, covers)
         summary = found.get(summary_id) if summary_id else None
@@ -784,7 +794,7 @@ class Hydrator:
         u.reps[3] = self._line(u.handle, 3, prefix + (", ".join(crumbs) or asset.asset_type.value), asset.id, covers)
         _monotone(u.reps)
 
-    def _arc_reps(self, u: _Unit, found: Mapping[str, Asset | None]) -> None:
+    def _arc_reps(self, u: _Unit, found: Mapping[str, Asset | None], reader: str) -> None:
         """An arc's L1 summary and L2 distillation as stored; its L3 a breadcrumb of its skeleton's entities."""
         for rid in u.members:
             a = found.get(rid)
@@ -792,7 +802,8 @@ class Hydrator:
                 continue
             lv = LEVEL_NAMES.index(a.level.value.upper())
             text = display_text(a) if lv < 3 else ", ".join(a.entities[:L3_TERMS]) or "skeleton"
-            u.reps[lv] = self._line(u.handle, lv, f"({len(a.derived_from)} turns) {text}", a.id, u.covers)
+            label = f"{whose(a.owner_id, reader)}({len(a.derived_from)} turns) "
+            u.reps[lv] = self._line(u.handle, lv, label + text, a.id, u.covers)
         _monotone(u.reps)
 
     def _line(self, handle: str, level: int, text: str, asset_id: str, covers: tuple[str, ...]) -> _Rep:
@@ -914,14 +925,10 @@ class Hydrator:
                 )
             )
             reads.append((r.asset_id, Level(LEVEL_NAMES[u.level].lower())))
-        detail = {
-            "receipt": receipt["receipt"],
-            "goal": receipt["goal"],
-            "budget": receipt["budget"],
-            "path": receipt["path"],
-        }
+        detail = {"receipt": receipt["receipt"], "path": receipt["path"]}
+        private = {"goal": receipt["goal"], "budget": receipt["budget"]}  # the reader's own log only
         self.node.governance.log_read(
-            auth.principal, req.purpose, req.location, req.now, "hydrate", items, detail=detail
+            auth.principal, req.purpose, req.location, req.now, "hydrate", items, detail=detail, private=private
         )
         if self.on_read is not None and reads:
             self.on_read(reads, req.now)

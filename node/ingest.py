@@ -50,7 +50,7 @@ from node import envelope, extract
 from node.core import Node
 from node.privacy import Rules, masked
 from node.records import Record, Source
-from policy.access import inherit
+from policy.access import WriteTarget, inherit
 from policy.errors import InvalidInput, NotFound
 from policy.model import (
     Asset,
@@ -156,6 +156,10 @@ class IngestOptions:
             raise InvalidInput(f"unknown item kind(s) in shares: {', '.join(sorted(unknown))}")
         if self.scope is PrivacyScope.PUBLIC:
             raise InvalidInput("transcripts are not ingested as public memory; publish an asset explicitly instead")
+
+    def target(self) -> WriteTarget:
+        """What the ingest writes, for its authorization (:meth:`Node.authorize_writes`) before anything is written."""
+        return WriteTarget(self.owner, self.tenant, self.scope)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -226,7 +226,7 @@ class Ladder:
         """
         asset = self.store.get(id_, include_deleted=True)
         if by is not None:
-            self.node.require_owner(by, asset, "forget")
+            self.node.require_owner(by, asset, "forget", now)
         intent = self._pending(id_)
         if intent is None:
             if asset.tombstone:

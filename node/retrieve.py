@@ -294,7 +294,7 @@ class Retriever:
         Only the assets that can fail are looked at: the superseded ones, those with a validity window, and (for a
         time before a partition's newest asset) those created after ``at``.
         """
-        gone = {i for i, by in self.store.superseded.items() if any(self._created_at(other) <= at for other in by)}
+        gone = {i for i, by in self.store.superseded.items() if self._superseded(i, by, at)}
         for pid, ids in keep.items():
             views = self.store._live[pid].views
             ids -= gone
@@ -312,9 +312,17 @@ class Retriever:
                 return v
         return None
 
-    def _created_at(self, id_: str) -> int:
-        v = self.view(id_)
-        return 2**63 if v is None else v.created_at  # not a live asset: it supersedes nothing
+    def _superseded(self, target: str, by: set[str], at: int) -> bool:
+        """Whether a live asset of the target's own owner, known by ``at``, supersedes it: another principal's
+        memory never silences an owner's (a claim against it is a conflict to resolve, not a supersession)."""
+        t = self.view(target)
+        if t is None:
+            return False  # not a live asset: there is nothing to drop
+        for other in by:
+            v = self.view(other)
+            if v is not None and v.created_at <= at and v.owner_id == t.owner_id:
+                return True
+        return False
 
     def relevance(self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int) -> Relevance:
         """Stage 7 over the ids in ``keep`` (already authorized): the ``depth`` best of each path, fused by RRF.

@@ -25,7 +25,7 @@ from node.ladder import ErasureReceipt, Ladder
 from node.parsers import FORMATS, parse
 from node.retrieve import Result
 from node.tokens import TokenCounter
-from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
+from policy.access import Grant, Location, Permission, Principal, PrincipalKind, UnknownPrincipal
 from policy.errors import GamlError, InvalidInput
 from policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 
@@ -199,21 +199,19 @@ class MemoryService:
     # -- writes -----------------------------------------------------------------------------------------------------
 
     def put(self, caller: Principal, drafts: Sequence[Mapping[str, Any]], now: int) -> list[str]:
-        """Store drafts owned by the caller's user, as one atomic batch."""
+        """Store drafts of the caller's user's memory (the owner by default), as one atomic batch, each write
+        authorized first (:meth:`Node.authorize_writes`): a refusal writes nothing."""
         if not drafts:
             raise InvalidInput("a put needs at least one asset")
         built = []
         for i, d in enumerate(drafts):
             fields = dict(d)
-            owner = fields.get("owner_id") or caller.user
-            if owner != caller.user:
-                raise PolicyError(f"asset #{i + 1}: {caller.id} writes {caller.user}'s memory, not {owner}'s")
-            fields["owner_id"] = owner
+            fields["owner_id"] = fields.get("owner_id") or caller.user
             try:
                 built.append(self.node.build(fields, now))
             except GamlError as e:
                 raise type(e)(f"asset #{i + 1}: {e}") from None
-        return self.node.put(built, now)
+        return self.node.put(built, now, by=caller)
 
     def ingest(
         self, caller: Principal, files: Sequence[IngestFile], now: int, *, curate: bool = True
@@ -226,8 +224,8 @@ class MemoryService:
         out: dict[str, Any] = {"files": len(files)}
         total: dict[str, Any] = {}
         parsed = [(f, parse(f.data, f.name.rsplit("/", 1)[-1], f.format or None, origin=f.name)) for f in files]
-        for f, sources in parsed:
-            opts = IngestOptions(
+        options = [
+            IngestOptions(
                 owner=caller.user,
                 tenant=f.tenant,
                 segment=f.segment,
@@ -235,6 +233,10 @@ class MemoryService:
                 replication=f.replication,
                 item_budget=f.item_budget,
             )
+            for f in files
+        ]
+        self.node.authorize_writes(caller, [o.target() for o in options])
+        for (_, sources), opts in zip(parsed, options, strict=True):
             report = self.ingestor.ingest(sources, opts, now).to_json()
             for k, v in report.items():
                 if isinstance(v, int):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from policy import model
@@ -407,6 +407,83 @@ def decide(
     if t is TrainingPolicy.ANONYMIZED_OPT_IN:
         return Decision(False, "training only on an anonymized, opted-in derivative", via, redact_only=True)
     return Decision(False, "training prohibited", via)
+
+
+def may_know(p: Principal, a: Governed, now: int, grants: Sequence[Grant] = ()) -> bool:
+    """Whether ``p`` may learn that ``a`` exists: it owns it, or may read it on this device now.
+
+    Everyone else is answered as for an id that does not exist (ids are content hashes, so an answer that differed
+    would confirm a guessed fact): the node's ``get``, ``forget``, ``delete`` and ``redact`` by id ask this first."""
+    if a.owner_id and p.user == a.owner_id:
+        return True
+    return decide(p, a, Permission.READ, Location.THIS_DEVICE, now, grants).allowed
+
+
+# -- writes -----------------------------------------------------------------------------------------------------------
+
+
+class Writable(Protocol):
+    """What a write decision reads of an asset (or of what an ingest will write)."""
+
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def tenant_scope(self) -> str: ...
+    @property
+    def privacy_scope(self) -> PrivacyScope: ...
+    @property
+    def allowed_principals(self) -> tuple[str, ...]: ...
+    @property
+    def allowed_roles(self) -> tuple[str, ...]: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WriteTarget:
+    """The policy of memory about to be written, before its assets exist (an ingest's owner, tenant and scope)."""
+
+    owner_id: str
+    tenant_scope: str = ""
+    privacy_scope: PrivacyScope = PrivacyScope.USER_PRIVATE
+    allowed_principals: tuple[str, ...] = ()
+    allowed_roles: tuple[str, ...] = ()
+
+
+def authorize_write(writer: Principal, owner: Principal, a: Writable, registered: Callable[[str], bool]) -> Decision:
+    """May ``writer`` write ``a`` into ``owner``'s memory? Decided before anything is written, like a read.
+
+    ``owner`` is the registered principal ``a.owner_id`` names (a fresh user principal if it is not registered yet;
+    for ownerless public memory, the writer itself). The rules, in order:
+
+    1. a team is a group of readers: it writes no memory;
+    2. the owner is the writer's user (an agent or device acting for a user writes that user's memory); only public
+       memory may have no owner;
+    3. a tenant scope names a tenant the owner belongs to;
+    4. ``local_only`` memory is its owner's alone: it names no readers;
+    5. a reader list names registered principals (as a grant names its grantee), and roles the owner holds itself.
+    """
+    if writer.kind is PrincipalKind.TEAM:
+        return Decision(False, f"{writer.id} is a team: a team reads what is granted to it and writes no memory")
+    if a.owner_id != writer.user and (a.owner_id or a.privacy_scope is not PrivacyScope.PUBLIC):
+        whose = f"{a.owner_id}'s" if a.owner_id else "ownerless"
+        return Decision(False, f"{writer.id} writes {writer.user}'s memory, not {whose}")
+    if a.tenant_scope and a.tenant_scope not in owner.tenants:
+        return Decision(
+            False,
+            f"{owner.id} is not a member of tenant {a.tenant_scope!r}, so memory of that tenant is not {owner.id}'s to "
+            f"write (an administrator registers the membership: gaml principal add {owner.id} --tenant "
+            f"{a.tenant_scope})",
+        )
+    if a.privacy_scope is PrivacyScope.LOCAL_ONLY and (a.allowed_principals or a.allowed_roles):
+        return Decision(False, "local_only memory is its owner's alone: it names no readers or roles")
+    for reader in a.allowed_principals:
+        if not registered(reader):
+            return Decision(False, f"reader {reader!r} is not a registered principal")
+    foreign = sorted(set(a.allowed_roles) - owner.roles)
+    if foreign:
+        return Decision(
+            False, f"{owner.id} does not hold role {foreign[0]!r}: a reader list names only roles its owner holds"
+        )
+    return Decision(True, "owner", "owner")
 
 
 # -- derived assets ---------------------------------------------------------------------------------------------------

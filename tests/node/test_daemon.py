@@ -564,18 +564,16 @@ def test_put_for_another_owner_is_permission_denied(node: Served) -> None:
             c.put([fact("bob's secret", owner_id="bob")])
 
 
-def test_reading_another_users_private_asset_is_permission_denied(node: Served) -> None:
-    """bob (over mTLS) may not read alice's private asset: PERMISSION_DENIED with typed details; alice may."""
+def test_reading_another_users_private_asset_is_answered_as_a_missing_id(node: Served) -> None:
+    """bob (over mTLS) may not read alice's private asset: answered exactly as an id that does not exist (NOT_FOUND,
+    the same details and message shape), so a guessed id confirms nothing; alice may read it."""
     with node.connect("unix") as a, node.connect("mtls", "bob") as bob:
         (id_,) = a.put([fact("alice's private diary entry")])
         f = failure(bob.stub.Get, memory_pb2.GetRequest(id=id_))
-        assert (f.code, f.domain, f.reason, f.type) == (
-            grpc.StatusCode.PERMISSION_DENIED,
-            "gaml.dev",
-            "POLICY_DENIED",
-            "PolicyError",
-        )
-        with pytest.raises(PolicyError):
+        none = failure(bob.stub.Get, memory_pb2.GetRequest(id="0" * 32))
+        assert (f.code, f.domain, f.reason, f.type) == (grpc.StatusCode.NOT_FOUND, "gaml.dev", "NOT_FOUND", "NotFound")
+        assert dataclasses.replace(f, message=f.message.replace(id_, "0" * 32)) == none
+        with pytest.raises(NotFound):
             bob.get(id_)
         assert a.get(id_)["payload"]["text"] == "alice's private diary entry"
 

@@ -29,8 +29,8 @@ from node.privacy import Rules
 from node.store import Store
 from node.tiers import DEPTH, US_PER_DAY, TierPolicy, is_critical, retired, tier_of, visit
 from policy import crypto
-from policy.access import PolicyError, Principal, at_least_as_restrictive
-from policy.errors import Deleted, InvalidInput
+from policy.access import Principal, at_least_as_restrictive
+from policy.errors import Deleted, InvalidInput, NotFound
 from policy.model import Asset, AssetType, Heat, Level, PrivacyScope, Retention, Tier, TrustClass, item_id
 from policy.partitions import partition_of
 from tests.node.conftest import NOW, World, memory_world, rocks_world
@@ -328,7 +328,7 @@ def test_forget_erases_an_item_and_its_influence(tmp_path: Path) -> None:
     assert files_holding(tmp_path, blinded_term)
     lay.node.governance.add_principal(Principal("mallory"))
     before = kv_dump(store)
-    with pytest.raises(PolicyError):
+    with pytest.raises(NotFound, match=f"^no asset {target}$"):  # as for an id that does not exist
         lay.lad.forget(target, now, by="mallory")
     assert kv_dump(store) == before and lay.lad.erasures() == []
 

@@ -197,6 +197,8 @@ def subnet_template() -> Iterator[dict[str, Peer]]:
             out = s1.gaml_json("subnet", "invite", SUBNET, peers[n].node_id, "--out", str(invitation), *relay)
             assert out["role"] == ("relay" if n == "r" else "member")
             assert peers[n].gaml_json("subnet", "join", str(invitation))["joined"] == SUBNET
+        for n in MEMBERS:  # bob writes acme's memory on each member: the tenant is his
+            peers[n].gaml("principal", "add", "bob", "--tenant", "acme")
         yield peers
 
 

@@ -1,0 +1,190 @@
+"""Review finding 1 (cross-tenant writes): a write is authorized like a read, before anything is written.
+
+:func:`policy.access.authorize_write` is checked against an independent statement of the rules (the oracle below) on
+10,000 generated (writer, owner, scope, tenant, readers, roles) writes, and then through :class:`MemoryService.put`
+on a node, where a refused write must leave the store byte for byte as it was. On b424be6 the service and the CLI
+accepted bob's (tenant globex) ``tenant_private`` write into tenant acme; the node had no write decision at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from node.core import Node
+from node.embed import HashEmbedder
+from node.ingest import Ingestor
+from node.kv import SPACES, MemoryKV
+from node.ladder import Ladder
+from node.privacy import Rules
+from node.service import MemoryService
+from node.tokens import HeuristicCounter
+from policy.access import (
+    PolicyError,
+    Principal,
+    PrincipalKind,
+    WriteTarget,
+    authorize_write,
+)
+from policy.model import PrivacyScope
+from tests.node.conftest import memory_world
+
+NAMES = ("alice", "bob", "carol", "claude", "team-x")
+TENANTS = ("", "acme", "globex")
+ROLES = ("auditor", "admin")
+REGISTERED = frozenset({"alice", "bob", "claude", "team-x"})  # carol is not registered
+TENANT_SCOPES = (PrivacyScope.ENTERPRISE_PRIVATE, PrivacyScope.TENANT_PRIVATE)
+
+
+@st.composite
+def principals(draw: st.DrawFn) -> Principal:
+    kind = draw(st.sampled_from([PrincipalKind.USER, PrincipalKind.AGENT, PrincipalKind.DEVICE, PrincipalKind.TEAM]))
+    on_behalf_of = (
+        draw(st.sampled_from(["", "alice", "bob"])) if kind in (PrincipalKind.AGENT, PrincipalKind.DEVICE) else ""
+    )
+    return Principal(
+        draw(st.sampled_from(NAMES)),
+        kind,
+        frozenset(draw(st.sets(st.sampled_from(TENANTS[1:])))),
+        frozenset(draw(st.sets(st.sampled_from(ROLES)))),
+        on_behalf_of=on_behalf_of,
+    )
+
+
+@st.composite
+def targets(draw: st.DrawFn) -> WriteTarget:
+    return WriteTarget(
+        draw(st.sampled_from(("", *NAMES))),
+        draw(st.sampled_from(TENANTS)),
+        draw(st.sampled_from(list(PrivacyScope))),
+        tuple(sorted(draw(st.sets(st.sampled_from(NAMES), max_size=2)))),
+        tuple(sorted(draw(st.sets(st.sampled_from(ROLES), max_size=2)))),
+    )
+
+
+def expected(writer: Principal, owner: Principal, t: WriteTarget) -> bool:
+    """The rules, stated independently of the implementation."""
+    if writer.kind is PrincipalKind.TEAM:
+        return False  # a team writes nothing
+    user = writer.on_behalf_of or writer.id
+    if t.owner_id:
+        if t.owner_id != user:
+            return False  # one writes one's own user's memory only
+    elif t.privacy_scope is not PrivacyScope.PUBLIC:
+        return False  # only public memory may have no owner
+    if t.tenant_scope and t.tenant_scope not in owner.tenants:
+        return False  # a tenant's memory is its members'
+    if t.privacy_scope is PrivacyScope.LOCAL_ONLY and (t.allowed_principals or t.allowed_roles):
+        return False  # local_only names no readers
+    if any(r not in REGISTERED for r in t.allowed_principals):
+        return False
+    return all(r in owner.roles for r in t.allowed_roles)
+
+
+@settings(max_examples=10_000, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(principals(), principals(), targets())
+def test_write_decisions_match_the_oracle(writer: Principal, registered_owner: Principal, t: WriteTarget) -> None:
+    """On 10,000 generated writes, authorize_write allows exactly what the stated rules allow, with a reason."""
+    # The owner the node would pass: the owner's registered record (its memberships), or the writer when ownerless.
+    owner = dataclasses.replace(registered_owner, id=t.owner_id, on_behalf_of="") if t.owner_id else writer
+    d = authorize_write(writer, owner, t, REGISTERED.__contains__)
+    assert d.allowed == expected(writer, owner, t), (writer, owner, t, d.reason)
+    assert d.reason
+
+
+def _node() -> tuple[Node, MemoryService]:
+    node = memory_world().open_node()
+    ingestor = Ingestor(node, Rules.load_default())
+    service = MemoryService(node, ingestor, Ladder(node, ingestor), lambda _: HeuristicCounter())
+    gov = node.governance
+    gov.add_principal(Principal("alice", tenants=frozenset({"acme"}), roles=frozenset({"auditor"})))
+    gov.add_principal(Principal("bob", tenants=frozenset({"globex"})))
+    gov.add_principal(Principal("claude", PrincipalKind.AGENT, on_behalf_of="alice"))
+    gov.add_principal(Principal("team-x", PrincipalKind.TEAM))
+    return node, service
+
+
+def _dump(node: Node) -> dict[str, list[tuple[bytes, bytes]]]:
+    kv = node.store.kv
+    assert isinstance(kv, MemoryKV)
+    return {s: list(kv.load_range(s, b"", b"\xff" * 64)) for s in SPACES}
+
+
+SERVICE_NODE = _node()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["alice", "bob", "claude", "team-x"]), targets(), st.integers(0, 10**6))
+def test_the_service_writes_exactly_what_is_authorized_and_a_refusal_changes_nothing(
+    caller_id: str, t: WriteTarget, salt: int
+) -> None:
+    """Through MemoryService.put (what gRPC Put calls), an authorized draft is stored and a refused one leaves every
+    space of the store byte for byte as it was."""
+    node, service = SERVICE_NODE
+    caller = node.governance.principal(caller_id)
+    if t.privacy_scope in TENANT_SCOPES and not t.tenant_scope:
+        return  # not an asset at all (the model refuses it before any decision)
+    draft = {
+        "asset_type": "fact",
+        "payload": {"text": f"note {salt}"},
+        "owner_id": t.owner_id,
+        "tenant_scope": t.tenant_scope,
+        "privacy_scope": t.privacy_scope.value,
+        "allowed_principals": list(t.allowed_principals),
+        "allowed_roles": list(t.allowed_roles),
+    }
+    owner_id = t.owner_id or caller.user  # the service's default owner
+    owner = node.writer(owner_id)[0]
+    allowed = expected(caller, owner, dataclasses.replace(t, owner_id=owner_id))
+    before = _dump(node)
+    if allowed:
+        (id_,) = service.put(caller, [draft], 1_700_000_000_000_000 + salt)
+        assert node.store.get(id_).owner_id == owner_id
+    else:
+        with pytest.raises(PolicyError):
+            service.put(caller, [draft], 1_700_000_000_000_000 + salt)
+        assert _dump(node) == before
+
+
+def test_bobs_cross_tenant_write_is_refused_and_alices_member_write_is_not() -> None:
+    """The finding as the review ran it: bob (globex) writing tenant_private memory of acme is refused naming the
+    tenant; alice (acme) writes it; an agent acting for alice writes alice's memory, not its own."""
+    node, service = _node()
+    bob, alice, claude = (node.governance.principal(n) for n in ("bob", "alice", "claude"))
+    poison = {
+        "asset_type": "fact",
+        "owner_id": "bob",
+        "tenant_scope": "acme",
+        "privacy_scope": "tenant_private",
+        "payload": {"text": "… ignore previous instructions …"},
+    }
+    before = _dump(node)
+    with pytest.raises(PolicyError, match="bob is not a member of tenant 'acme'"):
+        service.put(bob, [poison], 1)
+    with pytest.raises(PolicyError, match="bob writes bob's memory, not alice's"):
+        service.put(bob, [{**poison, "owner_id": "alice"}], 1)
+    assert _dump(node) == before
+    (id_,) = service.put(alice, [{**poison, "owner_id": "alice"}], 1)
+    assert node.store.get(id_).tenant_scope == "acme"
+    (id2,) = service.put(claude, [{**poison, "owner_id": "", "payload": {"text": "from the agent"}}], 1)
+    assert node.store.get(id2).owner_id == "alice"
+
+
+def test_an_ingest_into_a_foreign_tenant_is_refused_before_anything_is_parsed_into_the_store() -> None:
+    """An ingest names its tenant: bob's ingest into acme is refused and writes nothing (no item, no watermark)."""
+    from node.service import IngestFile
+
+    node, service = _node()
+    before = _dump(node)
+    f = IngestFile("notes.md", b"# notes\n\nthe launch moved to friday\n", tenant="acme")
+    with pytest.raises(PolicyError, match="not a member of tenant 'acme'"):
+        service.ingest(node.governance.principal("bob"), [f], 1)
+    assert _dump(node) == before
+
+
+def test_hash_embedder_is_deterministic_for_the_module() -> None:
+    """The module's nodes embed with the dependency-free embedder (no model is loaded for a policy test)."""
+    assert isinstance(SERVICE_NODE[0].embedder, HashEmbedder)
