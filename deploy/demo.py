@@ -306,9 +306,7 @@ def main() -> None:
         banner(f"gaml init  (home {home})")
         print(gaml(home, "init", "--embedder", args.embedder).strip())
 
-        banner(
-            "gaml principal add …  (alice in tenant acme, bob in globex, carol on her own; before their tenants' memory)"
-        )
+        banner("gaml principal add …  (alice in tenant acme, bob in globex, carol alone; before any tenant's memory)")
         for argv in (["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]):
             print(gaml(home, "principal", "add", *argv).strip())
 
