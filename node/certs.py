@@ -6,12 +6,16 @@
       ca.crt        the node CA certificate (public)
       server.crt    the daemon's server certificate (public)
       server.json   {"key_ref", "serial", "hosts"}: the keychain reference of the server key
-      revoked.json  {"serials": [...], "principals": [...], "updated_s"}: client certificates the daemon refuses
-      issued.json   [{"principal", "serial", "not_after"}]: every client certificate issued (no keys)
+      revoked.json  {"serials": [...], "principals": [], "sealed", "updated_s"}: client certificates the daemon
+                    refuses; the revoked principals' names are sealed (``sealed``), never in the clear
+      issued.json   {"format", "sealed"}: every client certificate issued, [{"principal", "serial", "not_after"}],
+                    sealed (no keys)
 
 The CA key lives in the node keychain under ``tls/ca``, and each server key under ``tls/server/<serial>`` (a new
 reference per key: keychains never overwrite). A client key is handed to the client, written once (mode 0600) into the
 directory it names, and never kept by the node. Every file is written atomically (``node.files.write_atomic``).
+The home holds no principal's name in the clear: the lists that name principals are sealed under a subkey of the CA
+key, so listing and revoking need the keychain too.
 
 TLS checks a client certificate's chain and dates; revocation is the daemon's job, per call, through
 :class:`Revocations` (gRPC's Python API takes no CRL).
@@ -19,6 +23,7 @@ TLS checks a client certificate's chain and dates; revocation is the daemon's jo
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -29,11 +34,13 @@ from typing import Any, Final
 from node.files import write_atomic
 from policy import crypto
 from policy.crypto import CertInfo
-from policy.errors import BadSignature, InvalidInput, KeychainError, NotFound, StoreCorrupt
+from policy.errors import BadSignature, DecryptionFailed, InvalidInput, KeychainError, NotFound, StoreCorrupt
 from policy.keychain import Keychain
 
 TLS_DIR: Final = "tls"
 CA_KEY_REF: Final = "tls/ca"
+TLS_NAMES_KEY_TAG: Final = b"gaml_tls_names_key_v1"
+SEALED_FORMAT: Final = "gaml-sealed-1"
 SERVER_KEY_REF_PREFIX: Final = "tls/server/"
 SERVER_PRINCIPAL: Final = "gaml-node"  # CN of the daemon's server certificate
 DEFAULT_HOSTS: Final = ("127.0.0.1", "::1", "localhost")
@@ -70,6 +77,34 @@ def _read_json(path: Path, default: Any) -> Any:
 
 def _write_json(path: Path, doc: Any, mode: int) -> None:
     write_atomic(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode(), mode=mode)
+
+
+def _names_key(keychain: Keychain) -> bytes:
+    """The key that seals principal names under ``tls/``: a subkey of the node CA's key (so whoever may issue and
+    revoke certificates may read the lists, and no new secret is needed)."""
+    return crypto.derive_key(_ca_key(keychain), TLS_NAMES_KEY_TAG)
+
+
+def _seal_json(key: bytes, doc: Any, path: Path) -> str:
+    raw = json.dumps(doc, sort_keys=True).encode()
+    return base64.b64encode(crypto.seal(key, raw, b"gaml-tls:" + path.name.encode(), crypto.SystemEntropy())).decode()
+
+
+def _open_json(key: bytes, sealed: Any, path: Path) -> Any:
+    try:
+        blob = base64.b64decode(sealed, validate=True)
+        return json.loads(crypto.open_sealed(key, blob, b"gaml-tls:" + path.name.encode()))
+    except (TypeError, ValueError, DecryptionFailed) as e:
+        raise StoreCorrupt(f"{path} does not open with this keychain ({e}); restore it from a copy") from None
+
+
+def _read_issued(path: Path, keychain: Keychain) -> list[Any]:
+    doc = _read_json(path, [])
+    if isinstance(doc, dict) and doc.get("format") == SEALED_FORMAT:
+        doc = _open_json(_names_key(keychain), doc.get("sealed"), path)
+    if not isinstance(doc, list):  # a list in the clear is the format before names were sealed: still read
+        raise StoreCorrupt(f"{path} is not a list of issued certificates; restore it from a copy")
+    return doc
 
 
 def _read_ca(home: Path) -> bytes:
@@ -258,11 +293,10 @@ def issue_client(
     )
     info = crypto.cert_info(cert_pem)
     issued_path = tls_dir(home) / "issued.json"
-    issued = _read_json(issued_path, [])
-    if not isinstance(issued, list):
-        raise StoreCorrupt(f"{issued_path} is not a list of issued certificates; restore it from a copy")
+    issued = _read_issued(issued_path, keychain)
     issued.append({"principal": principal, "serial": serial, "not_after": info.not_after_s})
-    _write_json(issued_path, issued, _PRIVATE)
+    sealed = _seal_json(_names_key(keychain), issued, issued_path)
+    _write_json(issued_path, {"format": SEALED_FORMAT, "sealed": sealed}, _PRIVATE)
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_atomic(key_path, key_pem, mode=_PRIVATE)
     write_atomic(cert_path, cert_pem, mode=_PUBLIC)
@@ -271,13 +305,9 @@ def issue_client(
     return info
 
 
-def list_issued(home: Path) -> list[dict[str, Any]]:
+def list_issued(home: Path, keychain: Keychain) -> list[dict[str, Any]]:
     """The client certificates issued so far: ``[{"principal", "serial", "not_after"}]``, oldest first."""
-    path = tls_dir(home) / "issued.json"
-    issued = _read_json(path, [])
-    if not isinstance(issued, list):
-        raise StoreCorrupt(f"{path} is not a list of issued certificates; restore it from a copy")
-    return issued
+    return _read_issued(tls_dir(home) / "issued.json", keychain)
 
 
 def load_client(key_path: Path, cert_path: Path, ca_path: Path) -> tuple[bytes, bytes, bytes]:
@@ -313,10 +343,15 @@ def load_client(key_path: Path, cert_path: Path, ca_path: Path) -> tuple[bytes, 
 # -- revocation ----------------------------------------------------------------------------------------------------
 
 
-def _revoked_sets(doc: Any, path: Path) -> tuple[frozenset[str], frozenset[str]]:
+def _revoked_sets(doc: Any, path: Path, keychain: Keychain) -> tuple[frozenset[str], frozenset[str]]:
     if not isinstance(doc, dict):
         raise StoreCorrupt(f"{path} is not a revocation list; restore it from a copy")
-    serials, principals = doc.get("serials", []), doc.get("principals", [])
+    serials, principals = doc.get("serials", []), doc.get("principals", [])  # principals: before names were sealed
+    if "sealed" in doc:
+        sealed = _open_json(_names_key(keychain), doc["sealed"], path)
+        if not isinstance(principals, list) or not isinstance(sealed, list):
+            raise StoreCorrupt(f"{path} holds principals that are not a list of strings; restore it from a copy")
+        principals = principals + sealed
     if not (isinstance(serials, list) and isinstance(principals, list)) or not all(
         isinstance(x, str) for x in serials + principals
     ):
@@ -327,23 +362,28 @@ def _revoked_sets(doc: Any, path: Path) -> tuple[frozenset[str], frozenset[str]]
         raise StoreCorrupt(f"{path}: {e}; restore it from a copy") from None
 
 
-def revoke(home: Path, now_s: int, *, serial: str | None = None, principal: str | None = None) -> dict[str, Any]:
+def revoke(
+    home: Path, now_s: int, *, keychain: Keychain, serial: str | None = None, principal: str | None = None
+) -> dict[str, Any]:
     """Revoke one client certificate (by ``serial``) or all of a principal's (by ``principal``); return the list.
 
-    Give exactly one. Revoking twice is harmless. A running daemon sees the change on its next call.
+    Give exactly one. Revoking twice is harmless. A running daemon sees the change on its next call. The file keeps
+    the serials in the clear and the principals' names sealed (the list returned names them).
     """
     if (serial is None) == (principal is None):
         raise InvalidInput("revoke a certificate serial or a principal, exactly one of them")
     _read_ca(home)
     path = tls_dir(home) / "revoked.json"
     doc = _read_json(path, {})
-    serials, principals = _revoked_sets(doc, path)
+    serials, principals = _revoked_sets(doc, path, keychain)
     if serial is not None:
         serials |= {_normalize_serial(serial)}
     else:
         principals |= {crypto.check_principal_id(principal)}
     new = {"serials": sorted(serials), "principals": sorted(principals), "updated_s": now_s}
-    _write_json(path, new, _PUBLIC)
+    _write_json(
+        path, {**new, "principals": [], "sealed": _seal_json(_names_key(keychain), new["principals"], path)}, _PUBLIC
+    )
     return new
 
 
@@ -355,8 +395,9 @@ class Revocations:
     every check raises :class:`StoreCorrupt` until it is repaired.
     """
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, keychain: Keychain) -> None:
         self.path = tls_dir(home) / "revoked.json"
+        self._keychain = keychain  # its CA key's subkey opens the sealed names
         self._lock = threading.Lock()
         self._stamp: tuple[int, int, int, int] | None = None
         self._serials: frozenset[str] = frozenset()
@@ -385,7 +426,7 @@ class Revocations:
             self._error = StoreCorrupt(f"{self.path} is not valid JSON ({e}); refusing every client until it is fixed")
             return
         try:
-            self._serials, self._principals = _revoked_sets(doc, self.path)
+            self._serials, self._principals = _revoked_sets(doc, self.path, self._keychain)
         except StoreCorrupt as e:
             self._error = e
             return

@@ -2,7 +2,8 @@
 
 Secrets come from the environment, never from arguments: ``GAML_PASSPHRASE`` (a passphrase stretched by Argon2id), or
 ``GAML_KEYCHAIN_KEY`` (64 hex characters, for unattended nodes). Without either, an interactive terminal is asked.
-Exit codes: 0 success, 1 not found, 2 bad input or refused, 3 store or keychain failure.
+Exit codes: 0 success, 1 not found, 2 bad input or refused, 3 store or keychain failure, 4 a failure after part of
+the work was committed (``gaml put``: the ids of what was committed are printed, the message says what was not).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import getpass
 import json
 import math
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +27,7 @@ from node.core import Node, hit_json, whose
 from node.file_keychain import FileKeychain, Unlock
 from node.home import (
     EMBEDDERS,
+    check_home,
     default_home,
     init_home,
     local_principal,
@@ -37,8 +40,9 @@ from node.hydrate import MODES as HYDRATION_MODES
 from node.hydrate import HydrationRequest, Hydrator, Segment, parse_plane
 from node.ingest import IngestOptions, Ingestor
 from node.ladder import Ladder
-from node.parsers import FORMATS, parse
+from node.parsers import FORMATS, detect, parse, unterminated_last_line
 from node.records import Source
+from node.strict_json import loads as strict_loads
 from policy import crypto
 from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
 from policy.errors import (
@@ -82,14 +86,18 @@ def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]
     if not stripped:
         raise InvalidAsset(f"{origin}: no input")
     try:
-        doc = json.loads(stripped)
+        doc = strict_loads(stripped)
+    except InvalidInput as e:
+        raise InvalidAsset(f"{origin}: {e}") from None
     except json.JSONDecodeError:
         doc = None
         for n, line in enumerate(stripped.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = strict_loads(line)
+            except InvalidInput as e:
+                raise InvalidAsset(f"{origin}:{n}: {e}") from None
             except json.JSONDecodeError as e:
                 raise InvalidAsset(f"{origin}:{n}: not JSON ({e.msg})") from None
             yield f"{origin}:{n}", obj
@@ -133,7 +141,18 @@ def _node(args: argparse.Namespace, *, checkpoint: bool = True) -> Iterator[Node
     except BaseException:
         node.close(checkpoint=False)  # the journal has every acknowledged write; do not mask the error
         raise
-    node.close(checkpoint=checkpoint)
+    if checkpoint:
+        try:
+            node.store.checkpoint()
+        except (OSError, StoreError) as e:
+            # The command's writes are committed (the journal is the truth); only the index snapshots, a cache, are
+            # missing: say so instead of failing a command that succeeded.
+            print(
+                f"gaml: warning: done and committed, but the index snapshots could not be saved "
+                f"({getattr(e, 'strerror', None) or e}); they are rebuilt from the journal at the next open",
+                file=sys.stderr,
+            )
+    node.close(checkpoint=False)
 
 
 # -- through the daemon ------------------------------------------------------------------------------------------------
@@ -188,8 +207,46 @@ def _as_daemon_caller(client: Any, given: str | None) -> str:
     return me
 
 
+def _regular_file(path: Path, what: str) -> None:
+    """InvalidInput unless ``path`` is a regular file (after symlinks); NotFound if there is nothing there."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise NotFound(f"{path}: no such file or directory") from None
+    if not stat.S_ISREG(mode):
+        kind = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+        raise InvalidInput(f"{path} is {kind.get(stat.S_IFMT(mode), 'not a regular file')}: {what}")
+
+
+class PartlyCommitted(StoreError):
+    """A failure after part of the work was committed (exit code 4); the message says what was and what was not."""
+
+
+def _put_batches(put: Callable[[list[Any]], list[str]], items: list[Any], batch: int, bar: Any) -> None:
+    """Put ``items`` in batches, printing each batch's ids as soon as it is committed; a failure after the first
+    batch is :class:`PartlyCommitted`, naming how many were committed (their ids are on stdout)."""
+    done = 0
+    for i in range(0, len(items), batch):
+        chunk = items[i : i + batch]
+        try:
+            ids = put(chunk)
+        except GamlError as e:
+            if done == 0:
+                raise
+            raise PartlyCommitted(
+                f"assets #1-#{done} of {len(items)} were committed (their ids are printed); #{done + 1}-#{len(items)} "
+                f"were not: {e}"
+            ) from None
+        for id_ in ids:
+            print(id_, flush=True)
+        done += len(chunk)
+        bar.update(len(chunk))
+
+
 def cmd_put(args: argparse.Namespace) -> None:
     origin = "stdin" if args.file in (None, "-") else args.file
+    if args.file not in (None, "-"):
+        _regular_file(Path(args.file), "gaml put reads a regular file, or stdin (gaml put - < FILE)")
     try:
         text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -207,17 +264,12 @@ def cmd_put(args: argparse.Namespace) -> None:
     if client is not None:
         with client:
             _as_daemon_caller(client, args.as_)
-            ids = []
             objs = [obj for _, obj in _read_drafts(text, origin)]
             for obj in objs:
                 if args.owner and "owner_id" not in obj and "ownerId" not in obj:
                     obj["owner_id"] = args.owner
             with _progress(len(objs), "put") as bar:
-                for i in range(0, len(objs), args.batch):
-                    ids += client.put(objs[i : i + args.batch])
-                    bar.update(len(objs[i : i + args.batch]))
-        for id_ in ids:
-            print(id_)
+                _put_batches(client.put, objs, args.batch, bar)
         return
     with _node(args) as node:
         now = now_us()
@@ -232,9 +284,7 @@ def cmd_put(args: argparse.Namespace) -> None:
                 raise type(e)(f"asset #{i + 1}: {e}") from None
         _authorize_put(node, built, args.as_)
         with _progress(len(built), "put") as bar:
-            ids = node.put_stream(built, now, batch=args.batch, progress=bar.update)
-    for id_ in ids:
-        print(id_)
+            _put_batches(lambda chunk: node.put(chunk, now), built, args.batch, bar)
 
 
 def _authorize_put(node: Node, assets: Sequence[Asset], as_: str | None) -> None:
@@ -526,10 +576,9 @@ def _ingest_paths(paths: Sequence[str]) -> list[Path]:
             if not found:
                 raise NotFound(f"{raw}: the directory holds no files to ingest (hidden ones are skipped)")
             out += found
-        elif p.is_file():
-            out.append(p)
         else:
-            raise NotFound(f"{raw}: no such file or directory")
+            _regular_file(p, "gaml ingest reads regular files (it keeps a watermark per file)")
+            out.append(p)
     return out
 
 
@@ -621,7 +670,7 @@ def _ingest_passes(
     """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
     JSON line), whether the passes run on the store or through the daemon."""
     seen = _snapshot(files)
-    print(json.dumps(one_pass(files)), flush=True)
+    print(json.dumps(_reporting_held_back(one_pass, files, args.format)), flush=True)
     if not args.watch:
         return
     print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
@@ -633,12 +682,40 @@ def _ingest_passes(
             seen = now_seen
             if changed:
                 try:
-                    print(json.dumps(one_pass(changed)), flush=True)
+                    print(json.dumps(_reporting_held_back(one_pass, changed, args.format)), flush=True)
                 except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
                     print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
                     seen = {f: m for f, m in seen.items() if f not in changed}
     except KeyboardInterrupt:
         print("gaml: stopped watching", file=sys.stderr)
+
+
+def _reporting_held_back(
+    one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], fmt: str | None
+) -> dict[str, Any]:
+    """``one_pass(files)``, its report naming (in ``held_back``, and on stderr) every transcript whose unterminated
+    last line was left out as a write in progress: it is ingested by the next pass that sees it complete."""
+    out = one_pass(files)
+    held = []
+    for f in files:
+        try:
+            data = f.read_bytes()
+            if (fmt or detect(f.name, data)) != "transcript":
+                continue
+        except (OSError, InvalidInput):
+            continue  # gone, or not a format the pass read: nothing held back
+        line = unterminated_last_line(data)
+        if line is not None:
+            held.append({"file": str(f), "line": line})
+            print(
+                f"gaml: warning: {f}:{line}: the last line is unterminated and not JSON yet (a write in progress?); it "
+                "was not ingested, and will be once it is complete",
+                file=sys.stderr,
+                flush=True,
+            )
+    if held:
+        out["held_back"] = held
+    return out
 
 
 def cmd_curate(args: argparse.Namespace) -> None:
@@ -668,8 +745,8 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
     plane: tuple[Segment, ...] = ()
     if args.plane:
         try:
-            plane = parse_plane(json.loads(Path(args.plane).read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            plane = parse_plane(strict_loads(Path(args.plane).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, InvalidInput) as e:
             raise InvalidInput(f"--plane {args.plane}: {e}") from None
     client = _daemon(args)
     if client is not None:
@@ -932,6 +1009,7 @@ def cmd_peers(args: argparse.Namespace) -> None:
 
 
 def _keychain(args: argparse.Namespace) -> FileKeychain:
+    check_home(args.home)
     read_config(args.home)  # a clear error when --home is not a node
     return FileKeychain.open(args.home / "keychain.json", _unlock(), crypto.SystemEntropy())
 
@@ -966,16 +1044,21 @@ def cmd_certs_renew(args: argparse.Namespace) -> None:
 
 
 def cmd_certs_revoke(args: argparse.Namespace) -> None:
-    print(json.dumps(certs.revoke(args.home, int(time.time()), serial=args.serial, principal=args.principal)))
+    doc = certs.revoke(
+        args.home, int(time.time()), keychain=_keychain(args), serial=args.serial, principal=args.principal
+    )
+    print(json.dumps(doc))
 
 
 def cmd_certs_list(args: argparse.Namespace) -> None:
-    print(json.dumps(certs.list_issued(args.home), indent=2))
+    print(json.dumps(certs.list_issued(args.home, _keychain(args)), indent=2))
 
 
 def _time(text: str) -> int:
     """A time: microseconds since the epoch, or an ISO 8601 date or date-time (UTC unless it says otherwise)."""
     if text.isdigit():
+        if int(text) >= 1 << 63:
+            raise argparse.ArgumentTypeError(f"{text} is beyond the largest time (2**63 - 1 microseconds)")
         return int(text)
     try:
         when = dt.datetime.fromisoformat(text)
@@ -1275,6 +1358,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.home = (args.home or default_home()).expanduser()
     try:
         args.func(args)
+    except PartlyCommitted as e:
+        _fail(str(e), 4)
     except NotFound as e:
         _fail(str(e), 1)
     except (StoreError, KeychainError) as e:

@@ -104,8 +104,22 @@ def error_of(e: grpc.RpcError) -> GamlError:
     if cls is None:
         cls = _BY_CODE.get(code, GamlError)
     if code is grpc.StatusCode.UNAVAILABLE and info is None:
+        if any(mark in message.lower() for mark in _TLS_MARKS):
+            return TlsRefused(
+                "the TLS handshake with the node failed: the node refused this client's certificate (not issued by "
+                "its CA, expired, or none given), or this client does not trust the node's certificate (another "
+                f"ca.crt); nothing was sent ({message})"
+            )
         message = f"the node does not answer ({message})"
     return cls(message)
+
+
+class TlsRefused(Unauthenticated, Unavailable):
+    """The mutual-TLS handshake failed (a refused or untrusted certificate): the node answered, and said no."""
+
+
+# What gRPC's connectivity errors say when the TLS handshake, not the network, failed.
+_TLS_MARKS: Final = ("handshake", "ssl", "tls", "certificate")
 
 
 class Client:
@@ -314,4 +328,4 @@ def _ints(x: Any) -> Any:
     return x
 
 
-__all__ = ["Client", "error_of", "plane_to_pb"]
+__all__ = ["Client", "TlsRefused", "error_of", "plane_to_pb"]

@@ -41,9 +41,11 @@ import getpass
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import sys
 import tempfile
@@ -62,8 +64,8 @@ from grpc_reflection.v1alpha import reflection
 
 from node import certs
 from node.file_keychain import FileKeychain, Unlock
-from node.files import write_atomic
-from node.home import local_principal, make_counter, memory_layers, open_node, read_config
+from node.files import check_private_dir, write_atomic
+from node.home import check_home, local_principal, make_counter, memory_layers, open_node, read_config
 from node.pairing import p2p_config
 from node.replica import Replica
 from node.replicator import Replicator
@@ -91,6 +93,9 @@ WRITES: Final = frozenset({"Put", "Ingest", "Forget"})  # calls after which repl
 INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
+PRIVATE_PREFIX: Final = "gaml-"  # the gRPC server's private directory: TMPDIR/gaml-<pid>-<random>
+_PRIVATE_NAME: Final = re.compile(r"gaml-([0-9]+)-[A-Za-z0-9_]+")
+_INTERNAL_SOCKET: Final = "grpc.sock"
 
 log = logging.getLogger("gaml.daemon")
 
@@ -296,8 +301,9 @@ class Daemon:
         self.home = home
         self.unlock = unlock
         self.opts = options or Options()
+        check_home(home)
         cfg = read_config(home)
-        self.limits = Limits.from_json(cfg.get("limits", {}))
+        self.limits = Limits.from_json(cfg.get("limits") or {})
         self.limiter = RateLimiter(self.limits)
         self.socket_path = self.opts.socket_path or run_dir(home) / SOCKET_NAME
         if len(os.fsencode(self.socket_path)) > MAX_UNIX_PATH:
@@ -308,7 +314,7 @@ class Daemon:
         self.uid = os.getuid()
         self.lane = CoreLane()
         self.trio = TrioGuest()
-        self.revocations = certs.Revocations(home)
+        self.revocations: certs.Revocations | None = None  # once the keychain is open (it seals the names)
         self.service: MemoryService | None = None
         self.replicator: Replicator | None = None
         self.p2p_addrs: list[str] = []
@@ -321,6 +327,7 @@ class Daemon:
         self._gate: asyncio.AbstractServer | None = None
         self._pumps: set[asyncio.Task[None]] = set()
         self._private: Path | None = None
+        self._socket_ino: int | None = None
         self._stopping = False
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
@@ -354,6 +361,7 @@ class Daemon:
             name = self.opts.local_principal or local_principal(self.home, node) or getpass.getuser()
             self.local_principal = svc.ensure_user(name).id
             self.replicator = self._replicator(svc, ladder)
+            self.revocations = certs.Revocations(self.home, node.store.keychain)
         except BaseException:
             node.close(checkpoint=False)
             raise
@@ -431,16 +439,23 @@ class Daemon:
         reflection.enable_server_reflection(
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server
         )
-        self._private = Path(tempfile.mkdtemp(prefix="gaml-"))  # 0700
-        self._internal = self._private / "grpc.sock"
+        remove_stale_private_dirs()
+        self._private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"))  # 0700
+        self._internal = self._private / _INTERNAL_SOCKET
         server.add_secure_port(f"unix:{self._internal}", grpc.local_server_credentials(grpc.LocalConnectionType.UDS))
         if self.opts.listen:
             kc = FileKeychain.open(self.home / "keychain.json", self.unlock, crypto.SystemEntropy())
             key, cert, ca = certs.server_material(self.home, kc)
             creds = grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
-            self.tcp_port = server.add_secure_port(self.opts.listen, creds)
+            try:
+                self.tcp_port = server.add_secure_port(self.opts.listen, creds)
+            except RuntimeError as e:  # grpc: "Failed to bind to address …"
+                raise InvalidInput(
+                    f"cannot listen on {self.opts.listen}: the address is in use or not available here ({e}); "
+                    "choose another --listen"
+                ) from None
             if not self.tcp_port:
-                raise StoreError(f"cannot listen on {self.opts.listen}")
+                raise InvalidInput(f"cannot listen on {self.opts.listen}; choose another --listen")
         await server.start()
         await health.set("", health_pb2.HealthCheckResponse.SERVING)
         await health.set(SERVICE, health_pb2.HealthCheckResponse.SERVING)
@@ -448,41 +463,69 @@ class Daemon:
 
     async def _start_gate(self) -> None:
         d = self.socket_path.parent
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if self.socket_path.is_socket() or self.socket_path.exists():
-            self._refuse_if_live()
-            self.socket_path.unlink()
+        if d == run_dir(self.home):
+            check_private_dir(d, "the home's run/", create=True)
+        else:
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._remove_stale_socket()
         old = os.umask(0o177)  # the socket is created 0600: no window in which others could connect
         try:
             self._gate = await asyncio.start_unix_server(self._admit, path=str(self.socket_path))
         finally:
             os.umask(old)
         os.chmod(self.socket_path, 0o600)
+        self._socket_ino = os.lstat(self.socket_path).st_ino
 
-    def _refuse_if_live(self) -> None:
-        """A socket file left at our path: stale (its daemon died: we hold the database lock, so none serves this
-        home) unless a process listens on it (``--socket`` naming another node's socket)."""
-        if socket_listens(self.socket_path):
-            raise StoreError(f"{self.socket_path} is served by another process; choose another --socket")
+    def _remove_stale_socket(self) -> None:
+        """Whatever is at the socket path is replaced only if it is a stale socket of ours: a socket of this user
+        that no process listens on, at the home's default path or where this home's last daemon said it served
+        (``run/daemon.json``, left by a daemon that was killed). Anything else is refused (:class:`InvalidInput`),
+        untouched."""
+        path = self.socket_path
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISSOCK(st.st_mode) or st.st_uid != self.uid:
+            kind = (
+                "a symlink"
+                if stat.S_ISLNK(st.st_mode)
+                else "a directory"
+                if stat.S_ISDIR(st.st_mode)
+                else ("a socket of another user" if stat.S_ISSOCK(st.st_mode) else "a file")
+            )
+            raise InvalidInput(
+                f"{path} exists and is {kind}, not a stale socket of this node; refusing to replace it: choose "
+                "another --socket (or move it away)"
+            )
+        if socket_listens(path):
+            raise StoreError(f"{path} is served by another process; choose another --socket")
+        info = read_info(self.home) or {}
+        if path != run_dir(self.home) / SOCKET_NAME and info.get("socket") != str(path):
+            raise InvalidInput(
+                f"{path} is a socket this node's daemon did not leave (run/daemon.json does not name it); refusing to "
+                "remove it: choose another --socket, or remove it yourself"
+            )
+        path.unlink()
 
     def _write_info(self) -> None:
         info = {
             "pid": os.getpid(),
             "socket": str(self.socket_path),
             "listen": self.address,
-            "principal": self.local_principal,
             "version": VERSION,
             "p2p": self.p2p_addrs,
         }
         p = info_path(self.home)
-        p.parent.mkdir(mode=0o700, exist_ok=True)
+        check_private_dir(p.parent, "the home's run/", create=True)
         write_atomic(p, json.dumps(info).encode(), mode=0o600)
 
     async def _shutdown(self, server: grpc.aio.Server | None, health: HealthServicer) -> None:
         if self._gate is not None:
             self._gate.close()  # no new connections
             with contextlib.suppress(FileNotFoundError):
-                self.socket_path.unlink()
+                if os.lstat(self.socket_path).st_ino == self._socket_ino:  # ours still, not a file put there since
+                    self.socket_path.unlink()
         if server is not None:
             with contextlib.suppress(Exception):
                 await health.enter_graceful_shutdown()
@@ -555,6 +598,8 @@ class Daemon:
             if not pem:
                 raise Unauthenticated("a client certificate is required")
             info = crypto.cert_info(pem)
+            if self.revocations is None:
+                raise Unavailable("the node is starting")
             if self.revocations.is_revoked(info.serial_hex, info.principal):
                 raise Unauthenticated(f"the certificate {info.serial_hex} of {info.principal} is revoked")
             return info.principal, "mtls"
@@ -672,6 +717,39 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     finally:
         with contextlib.suppress(Exception):
             writer.close()
+
+
+def remove_stale_private_dirs(tmp: Path | None = None) -> list[Path]:
+    """Remove the private directories (``TMPDIR/gaml-<pid>-*``) that killed daemons left behind: only directories of
+    this user, whose process is gone, holding nothing but their gRPC socket. Returns those removed."""
+    root = Path(tmp or tempfile.gettempdir())
+    removed: list[Path] = []
+    uid = os.getuid()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _PRIVATE_NAME.fullmatch(entry.name)
+        if m is None or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
+            continue
+        try:
+            st = os.lstat(entry.path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+                continue
+            inside = os.listdir(entry.path)
+            sock = os.path.join(entry.path, _INTERNAL_SOCKET)
+            if inside and (inside != [_INTERNAL_SOCKET] or not stat.S_ISSOCK(os.lstat(sock).st_mode)):
+                continue  # not what a daemon leaves: not ours to remove
+            if inside:
+                os.unlink(sock)
+            os.rmdir(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    if removed:
+        _event("removed stale private directories", count=len(removed))
+    return removed
 
 
 def run(home: Path, unlock: Unlock, options: Options | None = None) -> None:

@@ -51,9 +51,14 @@ class Unlock:
                 raise WrongPassphrase("this keychain is opened by a raw key (GAML_KEYCHAIN_KEY), not a passphrase")
             return self.key
         if kdf["alg"] == "argon2id":
+            # Every setting is checked before the derivation: a tampered header must not crash or stall libsodium.
+            crypto.check_argon2_limits(kdf.get("ops"), kdf.get("mem"))
+            salt = kdf.get("salt")
+            if not isinstance(salt, str) or len(salt) != 2 * crypto.ARGON2_SALT_BYTES:
+                raise KeychainError(f"the keychain's Argon2id salt is not {crypto.ARGON2_SALT_BYTES} bytes in hex")
             if self.passphrase is None:
                 raise WrongPassphrase("this keychain is opened by a passphrase (GAML_PASSPHRASE), not a raw key")
-            return crypto.passphrase_key(self.passphrase.encode(), bytes.fromhex(kdf["salt"]), kdf["ops"], kdf["mem"])
+            return crypto.passphrase_key(self.passphrase.encode(), bytes.fromhex(salt), kdf["ops"], kdf["mem"])
         raise KeychainError(f"unknown keychain KDF {kdf['alg']!r}")
 
 
@@ -95,6 +100,8 @@ class FileKeychain:
             raise KeychainError(f"no keychain at {path}; run `gaml init` first") from None
         except (ValueError, KeyError, TypeError) as e:
             raise KeychainError(f"the keychain at {path} is unreadable: {e}") from e
+        if not isinstance(header["kdf"], dict) or not isinstance(header["kdf"].get("alg"), str):
+            raise KeychainError(f"the keychain at {path} has a damaged header: no KDF")
         if header["format"] != FORMAT:
             raise KeychainError(f"unknown keychain format {header['format']!r}")
         try:

@@ -1,26 +1,36 @@
-"""On-disk shells for the core's small file interfaces: ``FileBlobs`` (index snapshots) and atomic file writes."""
+"""On-disk shells for the core's small file interfaces: ``FileBlobs`` (index snapshots), atomic file writes, and the
+checks that keep a node's home private (no symlink written through, no directory others may enter)."""
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
+import stat
 from pathlib import Path
+
+from policy.errors import UnsafeFile
 
 _NAME = re.compile(r"^[0-9A-Za-z_.-]+$")
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one, never a torn one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one, never a torn one.
+
+    The temporary file is new (``O_CREAT | O_EXCL | O_NOFOLLOW``, under a random name beside ``path``), so nothing is
+    ever written through a symlink or into a file someone else prepared; ``os.replace`` then swaps the name (a symlink
+    at ``path`` itself is replaced, not followed)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
+        if os.path.lexists(tmp):
             tmp.unlink()
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
@@ -29,9 +39,40 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.close(dfd)
 
 
+def check_private_dir(path: Path, what: str, *, create: bool = False) -> None:
+    """Raise :class:`UnsafeFile` (with the fix to apply) unless ``path`` is a real directory (not a symlink) owned by
+    this process's user with no access for group or others. ``create``: make it (mode 0700) when it is missing."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            raise UnsafeFile(f"{what} {path} does not exist") from None
+        os.mkdir(path, 0o700)
+        st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeFile(
+            f"{what} {path} is a symlink; GAML writes nothing through a symlink in its home: remove it "
+            f"(rm {path}) and let GAML create the directory"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeFile(f"{what} {path} is not a directory; move it away")
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise UnsafeFile(f"{what} {path} belongs to uid {st.st_uid}, not to you (uid {uid}): chown {uid} {path}")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise UnsafeFile(f"{what} {path} is open to others (mode {stat.S_IMODE(st.st_mode):04o}): chmod 700 {path}")
+
+
+def check_no_symlink(path: Path, what: str) -> None:
+    """Raise :class:`UnsafeFile` if ``path`` is a symlink (a missing path is fine)."""
+    if path.is_symlink():
+        raise UnsafeFile(f"{what} {path} is a symlink; GAML writes nothing through a symlink in its home: remove it")
+
+
 class FileBlobs:
     def __init__(self, root: Path) -> None:
         self.root = root
+        check_no_symlink(root, "the index directory")
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def _path(self, name: str) -> Path:

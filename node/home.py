@@ -23,19 +23,21 @@ from node.core import Node
 from node.curate import Curator, ExtractiveCurator
 from node.embed import Embedder, HashEmbedder
 from node.file_keychain import FileKeychain, Unlock
-from node.files import FileBlobs, write_atomic
+from node.files import FileBlobs, check_no_symlink, check_private_dir, write_atomic
 from node.hnsw_index import HnswFactory
 from node.ingest import Ingestor
 from node.ladder import Ladder
 from node.privacy import Rules
 from node.rocks_kv import RocksKV
+from node.service import Limits
 from node.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from node.strict_json import loads as strict_loads
 from node.tiers import TierPolicy
 from node.tokens import HeuristicCounter, TokenCounter
 from node.vectors import AdaptiveFactory
 from policy import crypto
 from policy.access import PrincipalKind
-from policy.errors import GamlError, InvalidInput, KeychainError
+from policy.errors import GamlError, InvalidInput, KeychainError, UnsafeFile
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
 
 CONFIG_FORMAT = "gaml-home-1"
@@ -71,15 +73,89 @@ def make_counter(name: str) -> TokenCounter:
 
 
 def read_config(home: Path) -> dict[str, Any]:
+    """``config.json``, validated (:func:`check_config`): a missing, wrongly typed or out-of-range setting is refused
+    naming its key, when the home is opened rather than at the first call that needs it."""
     try:
-        cfg: dict[str, Any] = json.loads((home / "config.json").read_text())
+        cfg = strict_loads((home / "config.json").read_bytes())
     except FileNotFoundError:
         raise GamlError(f"{home} is not a GAML home; run `gaml --home {home} init` first") from None
-    except ValueError as e:
-        raise GamlError(f"{home}/config.json is unreadable: {e}") from e
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{home}/config.json is unreadable: {e}") from e
+    if not isinstance(cfg, dict):
+        raise InvalidInput(f"{home}/config.json is not a JSON object")
     if cfg.get("format") != CONFIG_FORMAT:
         raise GamlError(f"{home}/config.json: unknown format {cfg.get('format')!r}")
+    check_config(cfg, f"{home}/config.json")
     return cfg
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def check_config(cfg: dict[str, Any], where: str) -> None:
+    """Raise :class:`InvalidInput` naming the key of the first setting of ``cfg`` that is missing or wrong.
+
+    Required: ``embedder`` (one of :data:`EMBEDDERS`), ``max_payload_bytes`` (a positive whole number). Optional:
+    ``local_principal`` and ``privacy_rules`` (non-empty strings), ``limits`` (:class:`node.service.Limits`),
+    ``tiers`` (:class:`node.tiers.TierPolicy`), ``curator`` (an object with a ``kind``), ``p2p`` (``listen`` and
+    ``peers``, lists of strings). Settings GAML does not know are left alone."""
+
+    def bad(key: str, why: str) -> InvalidInput:
+        return InvalidInput(f"{where}: {key!r} {why}")
+
+    for key in ("embedder", "max_payload_bytes"):
+        if key not in cfg:
+            raise bad(key, "is missing (gaml init writes it)")
+    if cfg["embedder"] not in EMBEDDERS:
+        raise bad("embedder", f"is {cfg['embedder']!r}; choose one of {', '.join(EMBEDDERS)}")
+    if not _positive_int(cfg["max_payload_bytes"]):
+        raise bad("max_payload_bytes", f"is {cfg['max_payload_bytes']!r}; it is a positive whole number of bytes")
+    for key in ("local_principal", "privacy_rules"):
+        if key in cfg and cfg[key] is not None and not (isinstance(cfg[key], str) and cfg[key]):
+            raise bad(key, f"is {cfg[key]!r}; it is a non-empty string")
+    for key in ("limits", "tiers", "curator", "p2p"):
+        if key in cfg and cfg[key] is not None and not isinstance(cfg[key], dict):
+            raise bad(key, f"is {type(cfg[key]).__name__}; it is an object")
+    try:
+        Limits.from_json(cfg.get("limits") or {})
+    except InvalidInput as e:
+        raise bad("limits", f": {e}") from None
+    try:
+        TierPolicy.from_json(cfg.get("tiers") or {})
+    except InvalidInput as e:
+        raise bad("tiers", f": {e}") from None
+    curator = cfg.get("curator") or {"kind": "extractive"}
+    if not isinstance(curator.get("kind"), str):
+        raise bad("curator", "needs a 'kind' (extractive or openai)")
+    for key in ("listen", "peers"):
+        value = (cfg.get("p2p") or {}).get(key, [])
+        if not _strings(value):
+            raise bad(f"p2p.{key}", f"is {value!r}; it is a list of multiaddr strings")
+
+
+def check_home(home: Path) -> None:
+    """Raise :class:`UnsafeFile`, saying what to do, unless ``home`` is a directory of this user that others cannot
+    enter (it may itself be a symlink: its target is checked) whose own files and directories are no symlinks, and
+    whose ``run/`` and ``tls/`` are private directories too."""
+    try:
+        st = os.stat(home)
+    except FileNotFoundError:
+        return  # read_config says it is not a home
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise UnsafeFile(f"the home {home} belongs to uid {st.st_uid}, not to you (uid {uid}): chown -R {uid} {home}")
+    if st.st_mode & 0o077:
+        raise UnsafeFile(f"the home {home} is open to others (mode {st.st_mode & 0o7777:04o}): chmod 700 {home}")
+    for name in ("config.json", "keychain.json", "db", "index"):
+        check_no_symlink(home / name, f"the home's {name}")
+    for name in ("run", "tls"):
+        if os.path.lexists(home / name):
+            check_private_dir(home / name, f"the home's {name}/")
 
 
 def local_principal(home: Path, node: Node) -> str | None:
@@ -130,6 +206,7 @@ def _index_factory() -> AdaptiveFactory:
 
 def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = None) -> Node:
     """Open the node in ``home`` with its real shells. Raises typed errors for a locked, corrupt or foreign store."""
+    check_home(home)
     cfg = read_config(home)
     if unlock is None:
         raise KeychainError("the keychain is locked: set GAML_PASSPHRASE (or GAML_KEYCHAIN_KEY for unattended nodes)")
@@ -146,7 +223,7 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
             identity,
             _index_factory(),
             entropy,
-            max_payload_bytes=int(cfg.get("max_payload_bytes", DEFAULT_MAX_PAYLOAD_BYTES)),
+            max_payload_bytes=cfg["max_payload_bytes"],
         )
     except BaseException:
         kv.close()

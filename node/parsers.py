@@ -45,7 +45,11 @@ operations. Tool results carry ``call_id`` and, when the call was seen earlier i
 
 Timestamps (ISO-8601 strings with ``Z``, an offset or none (UTC), or epoch seconds, milliseconds, microseconds or
 nanoseconds as numbers, told apart by magnitude) become microseconds since the epoch; a missing, unreadable or
-pre-1970 one is 0.
+pre-1970 one is 0. One beyond :data:`TIME_US_MAX` (the year 2255: larger times cannot travel exactly as JSON numbers)
+is refused, naming the file, the line (or message, or session) and the field.
+
+An unterminated last line of a transcript that is not yet a JSON object is left out (a write in progress); the CLI
+reports it (:func:`unterminated_last_line`) rather than dropping it silently.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ FORMATS: Final = ("transcript", "chat", "locomo", "text")
 DATA_BYTES_MAX: Final = 256 * 1024 * 1024
 TOOL_TEXT_CHARS_MAX: Final = 2000
 ID_HASH_BYTES: Final = 8  # 16 hex digits
+TIME_US_MAX: Final = (1 << 53) - 1  # microseconds: the year 2255
 
 _JSONL_EXTENSIONS: Final = (".jsonl", ".ndjson")
 _TEXT_EXTENSIONS: Final = (".md", ".markdown", ".txt")
@@ -128,6 +133,35 @@ def _text_of(value: Any) -> str:
                 parts.append(block["text"])
         return "\n".join(parts)
     return ""
+
+
+def _checked_time(us: int, value: Any, where: str) -> int:
+    """``us``, or :class:`InvalidInput` naming ``where`` when it is beyond :data:`TIME_US_MAX`."""
+    if us > TIME_US_MAX:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+        raise InvalidInput(
+            f"{where}: the time {shown} is beyond the latest GAML keeps (2**53 - 1 microseconds, the year 2255)"
+        )
+    return us
+
+
+def unterminated_last_line(data: bytes) -> int | None:
+    """The number of the last line of a transcript when it is unterminated and not yet a JSON object (a write in
+    progress, which :func:`parse_transcript` leaves out until it is complete), else None."""
+    if not data or data.endswith(b"\n"):
+        return None
+    start = data.rfind(b"\n") + 1
+    raw = data[start:].removesuffix(b"\r")
+    if start == 0 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    if not raw.strip():
+        return None
+    try:
+        if isinstance(orjson.loads(raw), dict):
+            return None
+    except orjson.JSONDecodeError:
+        pass
+    return data.count(b"\n", 0, start) + 1
 
 
 def timestamp_us(value: Any) -> int:
@@ -373,13 +407,13 @@ def parse_transcript(data: bytes, name: str) -> list[Source]:
             current = builders[source_id]
         elif current is None:
             current = builders.setdefault(fallback_id, _SourceBuilder(fallback_id))
-        _transcript_line(current, obj, start, end)
+        _transcript_line(current, obj, start, end, f"{name}: line {line_number}")
         if isinstance(obj.get("cwd"), str) and "cwd" not in current.meta:
             current.meta["cwd"] = obj["cwd"]
     return [b.build("transcript", name, "byte") for b in builders.values() if b.records]
 
 
-def _transcript_line(builder: _SourceBuilder, obj: dict[str, Any], start: int, end: int) -> None:
+def _transcript_line(builder: _SourceBuilder, obj: dict[str, Any], start: int, end: int, where: str) -> None:
     message = obj.get("message")
     if isinstance(message, dict):
         role_value = message.get("role", obj.get("type"))
@@ -404,7 +438,8 @@ def _transcript_line(builder: _SourceBuilder, obj: dict[str, Any], start: int, e
             meta["tool"] = source["name"]
         if source.get("is_error") is True:
             meta["is_error"] = True
-    time = timestamp_us(obj.get("timestamp", obj.get("time", obj.get("created_at"))))
+    field = next((k for k in ("timestamp", "time", "created_at") if k in obj), "timestamp")
+    time = _checked_time(timestamp_us(obj.get(field)), obj.get(field), f"{where}: {field!r}")
     builder.add_content(role, content, start, end, time, meta)
     for call in _calls_of(source):
         text, hint, call_meta = call
@@ -465,13 +500,18 @@ def parse_chat(data: bytes, name: str) -> list[Source]:
     builder = _SourceBuilder(source_id)
     if not own_id:
         builder.meta["id_from"] = "opening"  # parse(origin=…) keys it by where the file lies as well
-    source_time = timestamp_us(container.get("created", container.get("timestamp")))
+    field = "created" if "created" in container else "timestamp"
+    source_time = _checked_time(timestamp_us(container.get(field)), container.get(field), f"{name}: {field!r}")
     for i, message in enumerate(messages):
         role_value = message.get("role")
         role = _ROLE_ALIASES.get(role_value) if isinstance(role_value, str) else None
         if role is None:
             continue
-        time = timestamp_us(message.get("timestamp", message.get("created_at"))) or source_time
+        field = "timestamp" if "timestamp" in message else "created_at"
+        time = (
+            _checked_time(timestamp_us(message.get(field)), message.get(field), f"{name}: message {i}: {field!r}")
+            or source_time
+        )
         meta: dict[str, Any] = {}
         if role == "tool":
             call_id = message.get("tool_call_id")
@@ -564,7 +604,8 @@ def parse_locomo(data: bytes, name: str) -> list[Source]:
             turns = conversation[f"session_{n}"]
             if not isinstance(turns, list) or not turns:
                 continue
-            time = locomo_time_us(conversation.get(f"session_{n}_date_time"))
+            key = f"session_{n}_date_time"
+            time = _checked_time(locomo_time_us(conversation.get(key)), conversation.get(key), f"{name}: {key!r}")
             builder = _SourceBuilder(f"locomo:{sample_id}:session_{n}")
             for i, turn in enumerate(turns):
                 if not isinstance(turn, dict):
@@ -770,4 +811,5 @@ __all__ = [
     "parse_text",
     "parse_transcript",
     "timestamp_us",
+    "unterminated_last_line",
 ]

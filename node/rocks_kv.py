@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from rocksdict import (
     AccessType,
@@ -26,6 +26,9 @@ from rocksdict import (
 
 from node.kv import SPACES, Delete, Op, Put, check_key, check_ops
 from policy.errors import StoreClosed, StoreCorrupt, StoreError, StoreLocked
+
+INFO_LOGS_KEPT: Final = 2
+INFO_LOG_BYTES_MAX: Final = 1 << 20
 
 
 def _classify(e: Exception, path: Path) -> StoreError:
@@ -54,6 +57,10 @@ class RocksKV:
         # A torn tail (a write cut off by power loss) was never acknowledged and may go; corruption anywhere else is
         # reported instead of silently truncating the log (the default, point-in-time, would drop later writes).
         opts.set_wal_recovery_mode(DBRecoveryMode.tolerate_corrupted_tail_records())
+        # RocksDB starts a new info log (LOG, ~125 KB of settings) at every open and keeps the old ones forever by
+        # default: one per CLI call. Keep the current and the previous one, each rolled at 1 MiB.
+        opts.set_keep_log_file_num(INFO_LOGS_KEPT)
+        opts.set_max_log_file_size(INFO_LOG_BYTES_MAX)
         cfs = {name: Options(raw_mode=True) for name in SPACES}
         try:
             if read_only:

@@ -75,9 +75,16 @@ class Limit:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], base: Limit | None = None) -> Limit:
+        if not isinstance(d, Mapping):
+            raise InvalidInput(f"limits are an object of settings, got {type(d).__name__}")
         unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise InvalidInput(f"unknown limit settings: {', '.join(sorted(unknown))}")
+        for key, value in d.items():
+            whole = key != "calls_per_second"
+            if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or not value > 0:
+                kind = "a positive whole number" if whole else "a positive number"
+                raise InvalidInput(f"the limit {key!r} is {value!r}; it is {kind}")
         return dataclasses.replace(base or cls(), **d)
 
 

@@ -47,6 +47,7 @@ from policy.errors import (
     GamlError,
     IndexMismatch,
     InvalidAsset,
+    InvalidInput,
     KeychainError,
     NotFound,
     PayloadTooLarge,
@@ -175,6 +176,8 @@ class Store:
         self.node_id = identity.public_key.hex()
         self.index_factory = index_factory
         self.entropy = entropy
+        if isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int) or max_payload_bytes <= 0:
+            raise InvalidInput(f"max_payload_bytes is {max_payload_bytes!r}; it is a positive whole number of bytes")
         self.max_payload_bytes = max_payload_bytes
         try:
             master = keychain.get(NODE_MASTER_REF)

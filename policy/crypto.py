@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
+from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput, KeychainError
 
 SEAL_FORMAT: Final = b"\x01"  # format byte of a sealed blob: 0x01 = XChaCha20-Poly1305, 24-byte nonce
 NONCE_BYTES: Final = 24
@@ -64,6 +64,12 @@ BOX_KDF_SALT: Final = b"gaml/box/1"
 ARGON2_OPSLIMIT: Final = nacl.pwhash.argon2id.OPSLIMIT_INTERACTIVE
 ARGON2_MEMLIMIT: Final = nacl.pwhash.argon2id.MEMLIMIT_INTERACTIVE
 ARGON2_SALT_BYTES: Final = nacl.pwhash.argon2id.SALTBYTES
+# The Argon2id settings a keychain header may ask for (checked before any derivation): libsodium's floor, and at most
+# its "moderate" level (about a second and 256 MiB), so a tampered header can neither crash nor stall a command.
+ARGON2_OPSLIMIT_MIN: Final = nacl.pwhash.argon2id.OPSLIMIT_MIN
+ARGON2_OPSLIMIT_MAX: Final = nacl.pwhash.argon2id.OPSLIMIT_MODERATE
+ARGON2_MEMLIMIT_MIN: Final = nacl.pwhash.argon2id.MEMLIMIT_MIN
+ARGON2_MEMLIMIT_MAX: Final = nacl.pwhash.argon2id.MEMLIMIT_MODERATE
 
 
 class Entropy(Protocol):
@@ -233,12 +239,26 @@ def keyed_hash(key: bytes, data: bytes, size: int = 16) -> bytes:
     return hashlib.blake2b(data, digest_size=size, key=key).digest()
 
 
+def check_argon2_limits(opslimit: object, memlimit: object) -> None:
+    """:class:`KeychainError` unless both are whole numbers within the bounds above (no derivation is attempted)."""
+    for name, value, low, high in (
+        ("ops", opslimit, ARGON2_OPSLIMIT_MIN, ARGON2_OPSLIMIT_MAX),
+        ("mem", memlimit, ARGON2_MEMLIMIT_MIN, ARGON2_MEMLIMIT_MAX),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise KeychainError(
+                f"the keychain's Argon2id setting {name!r} is {value!r}, outside {low}..{high}: the header was damaged "
+                "or tampered with; restore keychain.json from a copy"
+            )
+
+
 def passphrase_key(
     passphrase: bytes, salt: bytes, opslimit: int = ARGON2_OPSLIMIT, memlimit: int = ARGON2_MEMLIMIT
 ) -> bytes:
     """A 32-byte key stretched from a passphrase by Argon2id."""
     if len(salt) != ARGON2_SALT_BYTES:
         raise GamlError(f"an Argon2id salt is {ARGON2_SALT_BYTES} bytes")
+    check_argon2_limits(opslimit, memlimit)
     return bytes(nacl.pwhash.argon2id.kdf(KEY_BYTES, passphrase, salt, opslimit=opslimit, memlimit=memlimit))
 
 

@@ -47,6 +47,10 @@ class WrongPassphrase(KeychainError):
     """The passphrase (or unattended key) does not open the keychain."""
 
 
+class UnsafeFile(GamlError):
+    """A file or directory of a node's home is not safe to use (a symlink, another owner, open to others)."""
+
+
 class StoreError(GamlError):
     """A storage-level failure."""
 

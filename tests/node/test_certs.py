@@ -332,14 +332,19 @@ def test_issue_client_writes_a_private_key_once(home: Path, tmp_path: Path) -> N
     assert crypto.cert_info(cert_pem) == info and info.principal == "alice" and info.not_after_s == NOW + 30 * DAY
     crypto.verify_issued(ca_pem, cert_pem)
     assert kc.refs() == refs  # the node keeps no client key
-    assert certs.list_issued(home) == [{"principal": "alice", "serial": info.serial_hex, "not_after": NOW + 30 * DAY}]
+    assert certs.list_issued(home, kc) == [
+        {"principal": "alice", "serial": info.serial_hex, "not_after": NOW + 30 * DAY}
+    ]
     assert _mode(home / "tls" / "issued.json") == 0o600
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(InvalidInput, match="refusing to overwrite"):
         certs.issue_client(home, kc, "alice", out, NOW)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     bob = certs.issue_client(home, kc, "bob", out, NOW)  # the same CA's ca.crt is shared
-    assert [r["principal"] for r in certs.list_issued(home)] == ["alice", "bob"] and bob.serial_hex != info.serial_hex
+    assert [r["principal"] for r in certs.list_issued(home, kc)] == [
+        "alice",
+        "bob",
+    ] and bob.serial_hex != info.serial_hex
     for path in (home / "tls").iterdir():
         assert b"PRIVATE KEY" not in path.read_bytes(), path
 
@@ -358,7 +363,7 @@ def test_issue_client_refuses_unsafe_names_and_another_cas_directory(home: Path,
     (other / "ca.crt").write_bytes(_ca(9)[1])
     with pytest.raises(InvalidInput, match="another CA"):
         certs.issue_client(home, kc, "alice", other, NOW)
-    assert certs.list_issued(home) == []
+    assert certs.list_issued(home, kc) == []
 
 
 def test_load_client_reports_missing_and_mismatched_files(home: Path, tmp_path: Path) -> None:
@@ -386,44 +391,48 @@ def test_revoke_by_serial_and_principal_is_seen_without_waiting(home: Path, tmp_
     _init(home, kc)
     alice = certs.issue_client(home, kc, "alice", tmp_path / "a", NOW)
     bob = certs.issue_client(home, kc, "bob", tmp_path / "b", NOW)
-    revocations = certs.Revocations(home)
+    revocations = certs.Revocations(home, kc)
     assert not revocations.is_revoked(alice.serial_hex, "alice")  # no revoked.json: nothing revoked
     colons = ":".join(alice.serial_hex.upper().zfill(32)[i : i + 2] for i in range(0, 32, 2))
-    doc = certs.revoke(home, NOW, serial=colons)  # as a certificate viewer spells it
+    doc = certs.revoke(home, NOW, keychain=kc, serial=colons)  # as a certificate viewer spells it
     assert doc == {"serials": [alice.serial_hex], "principals": [], "updated_s": NOW}
     assert revocations.is_revoked(alice.serial_hex, "alice")
     assert not revocations.is_revoked(bob.serial_hex, "bob")
     path = home / "tls" / "revoked.json"
     tick = path.stat().st_mtime_ns
-    certs.revoke(home, NOW + 1, principal="bob")
+    certs.revoke(home, NOW + 1, keychain=kc, principal="bob")
     os.utime(path, ns=(tick, tick))  # the same mtime as the previous version
     assert revocations.is_revoked(bob.serial_hex, "bob")
     assert revocations.is_revoked("ffff", "bob")  # every certificate of a revoked principal
-    assert certs.revoke(home, NOW + 2, principal="bob")["principals"] == ["bob"]  # revoking twice is harmless
+    assert certs.revoke(home, NOW + 2, keychain=kc, principal="bob")["principals"] == [
+        "bob"
+    ]  # revoking twice is harmless
     assert json.loads(path.read_text())["serials"] == [alice.serial_hex]
 
 
 def test_revoke_takes_exactly_one_well_formed_target(home: Path) -> None:
     """revoke needs a CA, exactly one of serial and principal, a hex serial and a valid principal."""
+    kc = MemoryKeychain()
     with pytest.raises(NotFound, match="gaml certs init"):
-        certs.revoke(home, NOW, principal="alice")
-    _init(home, MemoryKeychain())
+        certs.revoke(home, NOW, keychain=kc, principal="alice")
+    _init(home, kc)
     with pytest.raises(InvalidInput, match="exactly one"):
-        certs.revoke(home, NOW)
+        certs.revoke(home, NOW, keychain=kc)
     with pytest.raises(InvalidInput, match="exactly one"):
-        certs.revoke(home, NOW, serial="ab", principal="alice")
+        certs.revoke(home, NOW, keychain=kc, serial="ab", principal="alice")
     for serial in ("xyz", "0", ""):
         with pytest.raises(InvalidInput, match="serial"):
-            certs.revoke(home, NOW, serial=serial)
+            certs.revoke(home, NOW, keychain=kc, serial=serial)
     with pytest.raises(InvalidInput, match="principal"):
-        certs.revoke(home, NOW, principal="two words")
+        certs.revoke(home, NOW, keychain=kc, principal="two words")
     assert not (home / "tls" / "revoked.json").exists()
 
 
 def test_a_corrupt_revocation_list_fails_closed_until_repaired(home: Path) -> None:
     """A corrupt revoked.json makes every check raise StoreCorrupt; a repaired one is read again."""
-    _init(home, MemoryKeychain())
-    revocations = certs.Revocations(home)
+    kc = MemoryKeychain()
+    _init(home, kc)
+    revocations = certs.Revocations(home, kc)
     path = home / "tls" / "revoked.json"
     for bad in (b"{not json", b"[]", b'{"serials": "ab"}', b'{"serials": ["zz"]}'):
         path.write_bytes(bad)
@@ -437,21 +446,22 @@ def test_a_corrupt_revocation_list_fails_closed_until_repaired(home: Path) -> No
     assert revocations.is_revoked("ab", "alice")
     path.write_bytes(b"[1]")
     with pytest.raises(StoreCorrupt, match="revocation list"):
-        certs.revoke(home, NOW, principal="carol")  # revoke never replaces a list it cannot read
+        certs.revoke(home, NOW, keychain=kc, principal="carol")  # revoke never replaces a list it cannot read
 
 
 def test_revocations_rereads_only_a_changed_file(home: Path) -> None:
     """An unchanged (inode, mtime, size) is not read again: each check costs a stat."""
-    _init(home, MemoryKeychain())
-    certs.revoke(home, NOW, serial="ab")
-    revocations = certs.Revocations(home)
+    kc = MemoryKeychain()
+    _init(home, kc)
+    certs.revoke(home, NOW, keychain=kc, serial="ab")
+    revocations = certs.Revocations(home, kc)
     assert revocations.is_revoked("ab", "alice")
     path = home / "tls" / "revoked.json"
     st = path.stat()
     path.write_bytes(path.read_bytes().replace(b'"ab"', b'"cd"'))  # in place: same inode and size
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert revocations.is_revoked("ab", "alice")  # the cached list
-    assert not certs.Revocations(home).is_revoked("ab", "alice")  # a fresh reader sees the edit
+    assert not certs.Revocations(home, kc).is_revoked("ab", "alice")  # a fresh reader sees the edit
 
 
 # -- a real mutual-TLS handshake with gRPC -------------------------------------------------------------------------
@@ -500,7 +510,7 @@ def _serve(home: Path, kc: Keychain) -> Iterator[tuple[int, Seen]]:
     creds = grpc.ssl_server_credentials([(key_pem, cert_pem)], root_certificates=ca_pem, require_client_auth=True)
     server = grpc.server(ThreadPoolExecutor(max_workers=2))
     seen = Seen()
-    servicer = _AuthHealth(seen, certs.Revocations(home))
+    servicer = _AuthHealth(seen, certs.Revocations(home, kc))
     servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     port = server.add_secure_port("127.0.0.1:0", creds)
@@ -555,7 +565,7 @@ def test_mtls_refuses_a_revoked_client_on_its_next_call(
     creds = grpc.ssl_channel_credentials(root_certificates=ca_pem, private_key=key_pem, certificate_chain=cert_pem)
     with _serve(home, kc) as (port, seen):
         _check(port, creds)
-        certs.revoke(home, now_s, serial=info.serial_hex)
+        certs.revoke(home, now_s, keychain=kc, serial=info.serial_hex)
         assert _refused(port, creds) == grpc.StatusCode.UNAUTHENTICATED
     assert seen.principals == [info]
 

@@ -377,6 +377,10 @@ def test_tcp_with_a_certificate_of_another_ca_gets_no_service(node: Served) -> N
     assert node.daemon.calls == calls
 
 
+def _keychain(home: Home) -> FileKeychain:
+    return FileKeychain.open(home.path / "keychain.json", UNLOCK, crypto.SystemEntropy())
+
+
 def test_revoked_certificates_and_principals_are_refused_on_the_next_call() -> None:
     """Revoking a certificate serial while the daemon runs refuses its next call (UNAUTHENTICATED, typed details),
     even on a connection already open; another certificate of the same principal still works. Revoking a principal
@@ -402,7 +406,7 @@ def test_revoked_certificates_and_principals_are_refused_on_the_next_call() -> N
 
                 serial = crypto.cert_info(home.principals["alice"][1]).serial_hex
                 assert serial != crypto.cert_info(spare[1]).serial_hex
-                certs.revoke(home.path, int(time.time()), serial=serial)
+                certs.revoke(home.path, int(time.time()), keychain=_keychain(home), serial=serial)
                 with pytest.raises(Unauthenticated):
                     first.status()
                 f = failure(first.stub.Put, memory_pb2.PutRequest(assets=[wire_fact("after revocation")]))
@@ -415,7 +419,7 @@ def test_revoked_certificates_and_principals_are_refused_on_the_next_call() -> N
                 assert serial in f.message
                 assert second.status()["principal"] == "alice"  # revocation is per certificate
 
-                certs.revoke(home.path, int(time.time()), principal="bob")
+                certs.revoke(home.path, int(time.time()), keychain=_keychain(home), principal="bob")
                 with pytest.raises(Unauthenticated):
                     bob.status()
                 assert failure(bob.stub.Status, memory_pb2.StatusRequest()).code is grpc.StatusCode.UNAUTHENTICATED
