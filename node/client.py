@@ -18,6 +18,7 @@ from the status's ``google.rpc.ErrorInfo``), so callers handle a remote node as 
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -114,6 +115,16 @@ def error_of(e: grpc.RpcError) -> GamlError:
     return cls(message)
 
 
+def _listens(address: str, timeout_s: float = 2.0) -> bool:
+    """Whether a TCP connection to ``host:port`` is accepted (nothing is sent on it)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 class TlsRefused(Unauthenticated, Unavailable):
     """The mutual-TLS handshake failed (a refused or untrusted certificate): the node answered, and said no."""
 
@@ -125,10 +136,11 @@ _TLS_MARKS: Final = ("handshake", "ssl", "tls", "certificate")
 class Client:
     """A connection to a node. Every call raises a :class:`GamlError` subclass on failure."""
 
-    def __init__(self, channel: grpc.Channel, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, channel: grpc.Channel, *, timeout_s: float = DEFAULT_TIMEOUT_S, tcp: str = "") -> None:
         self.channel = channel
         self.stub = memory_pb2_grpc.MemoryStub(channel)
         self.timeout_s = timeout_s
+        self._tcp = tcp  # host:port of an mTLS node, to tell a refused handshake from a node that is not there
 
     @classmethod
     def unix(cls, path: str | Path, **kw: Any) -> Client:
@@ -141,7 +153,7 @@ class Client:
     def mtls(cls, address: str, key_pem: bytes, cert_pem: bytes, ca_pem: bytes, **kw: Any) -> Client:
         """Over TCP with mutual TLS: you are the principal your certificate names."""
         creds = grpc.ssl_channel_credentials(root_certificates=ca_pem, private_key=key_pem, certificate_chain=cert_pem)
-        return cls(grpc.secure_channel(address, creds, options=_OPTIONS), **kw)
+        return cls(grpc.secure_channel(address, creds, options=_OPTIONS), tcp=address, **kw)
 
     def close(self) -> None:
         self.channel.close()
@@ -156,7 +168,17 @@ class Client:
         try:
             return method(request, timeout=timeout_s or self.timeout_s)
         except grpc.RpcError as e:
-            raise error_of(e) from None
+            err = error_of(e)
+            bare = isinstance(e, grpc.Call) and rpc_status.from_call(e) is None  # no answer of the node's own
+            if type(err) is Unavailable and bare and self._tcp and _listens(self._tcp):
+                # The node takes TCP connections but gRPC saw the socket close: with mutual TLS that is the node
+                # ending the handshake over this client's certificate (gRPC reports only "Socket closed").
+                raise TlsRefused(
+                    f"the node at {self._tcp} accepts connections but ended the TLS handshake: it refused this "
+                    "client's certificate (not issued by its CA, expired, or none given); nothing was sent "
+                    f"({e.details() if isinstance(e, grpc.Call) else e})"
+                ) from None
+            raise err from None
 
     # -- calls ------------------------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from node.cli import main
@@ -267,3 +268,23 @@ def test_duplicate_json_keys_are_refused_naming_the_key(home: Home, capsys: pyte
     cfg.write_text(cfg.read_text()[:-1] + ', "embedder": "minilm"}')
     code, _, err = _cli(capsys, "--home", str(home.path), "stats")
     assert code == 2 and "'embedder' is given twice" in err, err
+
+
+@pytest.mark.parametrize("whose", ["another CA's", "none"])
+def test_a_client_certificate_the_node_refuses_is_reported_as_such(home: Home, whose: str) -> None:
+    """A client presenting a certificate of another CA (or none) is told that the node refused its certificate
+    during the TLS handshake (TlsRefused), not that the node does not answer."""
+    now = int(time.time())
+    _, _, ca = home.principals["alice"]
+    if whose == "none":
+        key, cert = b"", b""
+    else:
+        other_key, other_ca = crypto.make_ca("elsewhere", now)
+        key, cert, _ = crypto.issue_cert(other_key, other_ca, "alice", now)
+    with thread_daemon(home) as daemon:
+        address = f"127.0.0.1:{daemon.tcp_port}"
+        creds = grpc.ssl_channel_credentials(ca, key or None, cert or None)
+        with Client(grpc.secure_channel(address, creds), tcp=address) as c:
+            with pytest.raises(Unauthenticated, match="refused this client's certificate") as e:
+                c.status()
+    assert "does not answer" not in str(e.value)
