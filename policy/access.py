@@ -121,11 +121,9 @@ SCOPE_ORDER: Final = tuple(PrivacyScope)  # narrowest first
 LEVEL_ORDER: Final = tuple(Level)  # most detailed first
 
 
-class Governed(Protocol):
-    """What decisions read of an asset: an :class:`Asset`, or a payload-free view of one."""
+class Writable(Protocol):
+    """What a write decision reads of an asset (or of what an ingest will write)."""
 
-    @property
-    def id(self) -> str: ...
     @property
     def owner_id(self) -> str: ...
     @property
@@ -136,6 +134,13 @@ class Governed(Protocol):
     def allowed_principals(self) -> tuple[str, ...]: ...
     @property
     def allowed_roles(self) -> tuple[str, ...]: ...
+
+
+class Governed(Writable, Protocol):
+    """What decisions read of an asset: an :class:`Asset`, or a payload-free view of one."""
+
+    @property
+    def id(self) -> str: ...
     @property
     def inference_policy(self) -> InferencePolicy: ...
     @property
@@ -420,21 +425,6 @@ def may_know(p: Principal, a: Governed, now: int, grants: Sequence[Grant] = ()) 
 
 
 # -- writes -----------------------------------------------------------------------------------------------------------
-
-
-class Writable(Protocol):
-    """What a write decision reads of an asset (or of what an ingest will write)."""
-
-    @property
-    def owner_id(self) -> str: ...
-    @property
-    def tenant_scope(self) -> str: ...
-    @property
-    def privacy_scope(self) -> PrivacyScope: ...
-    @property
-    def allowed_principals(self) -> tuple[str, ...]: ...
-    @property
-    def allowed_roles(self) -> tuple[str, ...]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

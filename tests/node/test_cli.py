@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from node.cli import main
+from tests.node.cli_util import run_cli
 
 
 def run(
@@ -16,16 +16,7 @@ def run(
     stdin: str | None = None,
     monkeypatch: pytest.MonkeyPatch | None = None,
 ) -> tuple[int, str, str]:
-    if stdin is not None:
-        assert monkeypatch is not None
-        monkeypatch.setattr("sys.stdin", __import__("io").StringIO(stdin))
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, *argv, stdin=stdin)
 
 
 @pytest.fixture

@@ -16,25 +16,15 @@ from pathlib import Path
 import grpc
 import pytest
 
-from node.cli import main
 from node.client import Client
 from node.rocks_kv import RocksKV
 from node.service import Unauthenticated
 from policy import crypto
 from policy.errors import StoreError
+from tests.node.cli_util import run_cli
 from tests.node.daemon_util import KEY_HEX, ROOT, Home, make_home, remove_home, store_digest, thread_daemon
 
 FACT = {"asset_type": "fact", "payload": {"text": "Alice prefers green tea"}, "owner_id": "alice"}
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -93,7 +83,7 @@ def test_a_bad_config_is_refused_at_open_naming_the_key(
     before = store_digest(home.path)
     (home.path.parent / "a.json").write_text(json.dumps(FACT))
     for argv in (("stats",), ("put", str(home.path.parent / "a.json"))):
-        code, _, err = _cli(capsys, "--home", str(home.path), *argv)
+        code, _, err = run_cli(capsys, "--home", str(home.path), *argv)
         assert code == 2 and repr(key) in err and "Traceback" not in err, err
     assert store_digest(home.path) == before
 
@@ -113,7 +103,7 @@ def test_a_tampered_kdf_setting_is_refused_before_any_derivation(
     monkeypatch.setenv("GAML_PASSPHRASE", "a passphrase")
     monkeypatch.delenv("GAML_KEYCHAIN_KEY", raising=False)
     h = tmp_path / "h"
-    assert _cli(capsys, "--home", str(h), "init", "--embedder", "hash")[0] == 0
+    assert run_cli(capsys, "--home", str(h), "init", "--embedder", "hash")[0] == 0
     doc = json.loads((h / "keychain.json").read_text())
     doc["kdf"][field] = value
     (h / "keychain.json").write_text(json.dumps(doc))
@@ -124,7 +114,7 @@ def test_a_tampered_kdf_setting_is_refused_before_any_derivation(
         raise AssertionError("Argon2id ran on a tampered setting")
 
     monkeypatch.setattr("nacl.pwhash.argon2id.kdf", no_derivation)
-    code, _, err = _cli(capsys, "--home", str(h), "stats")
+    code, _, err = run_cli(capsys, "--home", str(h), "stats")
     assert code == 3 and f"Argon2id setting {field!r}" in err and derived == [], err
 
 
@@ -139,7 +129,7 @@ def test_an_overflowing_timestamp_names_the_file_the_line_and_the_field(
         f.write_text(
             f'{{"role": "user", "content": "ok"}}\n{{"role": "user", "content": "hi", "timestamp": {stamp}}}\n'
         )
-        code, _, err = _cli(capsys, "--home", str(home.path), "ingest", str(f), "--owner", "alice")
+        code, _, err = run_cli(capsys, "--home", str(home.path), "ingest", str(f), "--owner", "alice")
         assert code == 2 and f"ts{n}.jsonl: line 2: 'timestamp'" in err, err
     assert store_digest(home.path) == before
 
@@ -151,13 +141,13 @@ def test_a_truncated_last_jsonl_line_is_reported_not_dropped_silently(
     and line) on stderr and in the report's held_back; `gaml put` refuses a cut JSON Lines input naming the line."""
     f = home.path.parent / "cut.jsonl"
     f.write_text('{"role": "user", "content": "hello there"}\n{"role": "user", "content": "hel')
-    code, out, err = _cli(capsys, "--home", str(home.path), "ingest", str(f), "--owner", "alice")
+    code, out, err = run_cli(capsys, "--home", str(home.path), "ingest", str(f), "--owner", "alice")
     assert code == 0 and f"{f}:2: the last line is unterminated" in err, err
     report = json.loads(out)
     assert report["held_back"] == [{"file": str(f), "line": 2}] and report["records"] == 1
     p = home.path.parent / "cut-put.jsonl"
     p.write_text(json.dumps(FACT) + "\n" + json.dumps(FACT)[:20])
-    code, out, err = _cli(capsys, "--home", str(home.path), "put", str(p))
+    code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(p))
     assert code == 2 and "cut-put.jsonl:2: not JSON" in err and out == ""
 
 
@@ -177,9 +167,9 @@ def test_a_fifo_is_refused_as_not_a_regular_file(home: Home, capsys: pytest.Capt
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
-    code, _, err = _cli(capsys, "--home", str(home.path), "ingest", str(fifo), "--owner", "alice")
+    code, _, err = run_cli(capsys, "--home", str(home.path), "ingest", str(fifo), "--owner", "alice")
     assert code == 2 and "is a FIFO" in err and "no such file" not in err, err
-    code, out, err = _cli(capsys, "--home", str(home.path), "put", str(fifo))
+    code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(fifo))
     assert code == 2 and "is a FIFO" in err and out == "", err
     os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # let the writer's open return
     writer.join(30)
@@ -223,11 +213,11 @@ def test_a_put_whose_later_batch_fills_the_disk_tells_what_was_committed(
     drafts.write_text("\n".join(json.dumps({**FACT, "payload": {"text": f"fact {i}"}}) for i in range(2)))
     monkeypatch.setattr("node.home.RocksKV", FullDiskKV)
     monkeypatch.setattr(FullDiskKV, "asset_batches", 1)
-    code, out, err = _cli(capsys, "--home", str(home.path), "put", str(drafts), "--batch", "1")
+    code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(drafts), "--batch", "1")
     assert code == 4 and "#1-#1 of 2 were committed" in err, err
     (committed,) = out.split()
     monkeypatch.setattr(FullDiskKV, "asset_batches", 10)
-    code, out, err = _cli(capsys, "--home", str(home.path), "get", committed, "--as", "alice")
+    code, out, err = run_cli(capsys, "--home", str(home.path), "get", committed, "--as", "alice")
     assert code == 0 and json.loads(out)["payload"] == {"text": "fact 0"}
 
     def full(*args: object) -> None:
@@ -236,11 +226,11 @@ def test_a_put_whose_later_batch_fills_the_disk_tells_what_was_committed(
     monkeypatch.setattr("node.files.FileBlobs.write", full)
     one = home.path.parent / "one.json"
     one.write_text(json.dumps({**FACT, "payload": {"text": "fact 9"}}))
-    code, out, err = _cli(capsys, "--home", str(home.path), "put", str(one))
+    code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(one))
     assert code == 0 and "done and committed" in err and len(out.split()) == 1, err
     monkeypatch.undo()
     os.environ["GAML_KEYCHAIN_KEY"] = KEY_HEX
-    code, got, _ = _cli(capsys, "--home", str(home.path), "get", out.split()[0], "--as", "alice")
+    code, got, _ = run_cli(capsys, "--home", str(home.path), "get", out.split()[0], "--as", "alice")
     assert code == 0 and json.loads(got)["payload"] == {"text": "fact 9"}
 
 
@@ -252,21 +242,21 @@ def test_duplicate_json_keys_are_refused_naming_the_key(home: Home, capsys: pyte
     for name, text in (("one.json", twice), ("lines.jsonl", json.dumps(FACT) + "\n" + twice)):
         f = home.path.parent / name
         f.write_text(text)
-        code, out, err = _cli(capsys, "--home", str(home.path), "put", str(f))
+        code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(f))
         assert code == 2 and "'owner_id' is given twice" in err and out == "", err
     plane = home.path.parent / "plane.json"
     plane.write_text('[{"name": "a", "budget": 100, "budget": 9000}]')
-    code, _, err = _cli(capsys, "--home", str(home.path), "hydrate", "--goal", "g", "--budget", "500", "--plane",
+    code, _, err = run_cli(capsys, "--home", str(home.path), "hydrate", "--goal", "g", "--budget", "500", "--plane",
                         str(plane), "--as", "alice")  # fmt: skip
     assert code == 2 and "'budget' is given twice" in err, err
     invitation = home.path.parent / "invite.json"
     invitation.write_text('{"format": "gaml-invitation-1", "roster": "00", "roster": "01", "peers": []}')
-    code, _, err = _cli(capsys, "--home", str(home.path), "pair", "--join", str(invitation))
+    code, _, err = run_cli(capsys, "--home", str(home.path), "pair", "--join", str(invitation))
     assert code == 2 and "'roster' is given twice" in err, err
     assert store_digest(home.path) == before
     cfg = home.path / "config.json"
     cfg.write_text(cfg.read_text()[:-1] + ', "embedder": "minilm"}')
-    code, _, err = _cli(capsys, "--home", str(home.path), "stats")
+    code, _, err = run_cli(capsys, "--home", str(home.path), "stats")
     assert code == 2 and "'embedder' is given twice" in err, err
 
 

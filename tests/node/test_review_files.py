@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from node import certs
-from node.cli import main
 from node.daemon import Daemon, Options
 from node.file_keychain import FileKeychain
 from node.rocks_kv import RocksKV
 from policy import crypto
 from policy.errors import InvalidInput, UnsafeFile
+from tests.node.cli_util import run_cli
 from tests.node.daemon_util import (
     KEY_HEX,
     UNLOCK,
@@ -39,16 +39,6 @@ def home() -> Iterator[Home]:
         yield h
     finally:
         remove_home(h)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -78,7 +68,7 @@ def test_a_symlinked_keychain_temp_file_is_not_written_through(
     target.write_bytes(b"not a keychain")
     os.chmod(target, 0o644)
     (home.path / ".keychain.json.tmp").symlink_to(target)
-    code, _, err = _cli(capsys, "--home", str(home.path), "certs", "init")
+    code, _, err = run_cli(capsys, "--home", str(home.path), "certs", "init")
     assert code == 0, err
     assert target.read_bytes() == b"not a keychain" and stat.S_IMODE(target.stat().st_mode) == 0o644
     assert certs.CA_KEY_REF in FileKeychain.open(home.path / "keychain.json", UNLOCK, crypto.SystemEntropy()).refs()
@@ -101,13 +91,13 @@ def test_a_home_or_run_open_to_others_is_refused_with_the_fix(
     command that fixes it, and the store is unchanged."""
     before = store_digest(home.path)
     os.chmod(home.path, 0o755)
-    code, _, err = _cli(capsys, "--home", str(home.path), "stats")
+    code, _, err = run_cli(capsys, "--home", str(home.path), "stats")
     assert code == 2 and f"chmod 700 {home.path}" in err and "Traceback" not in err
     os.chmod(home.path, 0o700)
     run = home.path / "run"
     run.mkdir(mode=0o777)
     os.chmod(run, 0o777)
-    code, _, err = _cli(capsys, "--home", str(home.path), "stats")
+    code, _, err = run_cli(capsys, "--home", str(home.path), "stats")
     assert code == 2 and f"chmod 700 {run}" in err
     if os.getuid() == 0:
         os.chmod(run, 0o700)
@@ -122,7 +112,7 @@ def test_no_principal_name_is_in_the_clear_under_the_home(
 ) -> None:
     """With certificates issued and a principal revoked, and a daemon running, no file under the home holds a
     principal's name (issued.json, revoked.json and run/daemon.json included); `certs list` still names them."""
-    code, out, err = _cli(capsys, "--home", str(home.path), "certs", "revoke", "--principal", "principal-zebulon")
+    code, out, err = run_cli(capsys, "--home", str(home.path), "certs", "revoke", "--principal", "principal-zebulon")
     assert code == 0 and json.loads(out)["principals"] == ["principal-zebulon"], err
     with thread_daemon(home, listen=True):
         info = json.loads((home.path / "run" / "daemon.json").read_text())
