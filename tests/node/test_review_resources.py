@@ -1,0 +1,121 @@
+"""Finding 5 of the adversarial review (issue 14): inputs that exhausted a node. Each test failed at b424be6.
+
+- a public asset nested 60 levels deep was accepted, after which every gRPC Get and Search that would return it was
+  INTERNAL for every principal (protobuf's decoder stops at 100 nested messages);
+- JSON nested 100,000 deep gave a RecursionError traceback (`gaml put`, a plane file, config.json);
+- ingest stream headers were not counted against the ingest limit;
+- a 50 MB one-paragraph note was processed whole (13.4 GB) and cut to the payload limit silently, and a 20 MiB chat
+  message left a rung over the payload limit, so that ingest failed after writing and every `gaml curate` after it.
+
+Real homes (RocksDB, hnswlib, file keychain; hash embedder) and real daemons (tests/node/daemon_util.py). No test
+sleeps or asserts on time; memory is measured by ``bench/resources_probe.py``, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy.errors import InvalidAsset
+from tests.node.daemon_util import KEY_HEX, ROOT, make_home, mtls_client, remove_home, thread_daemon, unix_client
+
+DEPTH_LIMIT = 32  # policy.model.MAX_PAYLOAD_DEPTH, spelled out so that this module also runs against b424be6
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """A public fact whose payload nests ``depth`` objects (the payload itself is level 1)."""
+    value: Any = "leaf"
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return {
+        "asset_type": "fact",
+        "privacy_scope": "public",
+        "payload": {"text": f"zebra crossing at depth {depth}", "x": value},
+    }
+
+
+def depth_of(value: Any) -> int:
+    """How many objects or lists deep ``value`` nests."""
+    if isinstance(value, dict):
+        return 1 + max((depth_of(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((depth_of(v) for v in value), default=0)
+    return 0
+
+
+def gaml(home: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`gaml --home HOME …` in a child process (a traceback, an exit code and stderr are what a user sees)."""
+    env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
+    env.pop("GAML_PASSPHRASE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "node.cli", "--home", str(home), *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[Any, Any]]:
+    """A daemon (socket and mTLS) on a fresh home, shared by the checks that put their own assets."""
+    home = make_home()
+    try:
+        with thread_daemon(home) as daemon:
+            yield home, daemon
+    finally:
+        remove_home(home)
+
+
+# -- nesting depth -----------------------------------------------------------------------------------------------------
+
+
+def test_an_asset_at_the_depth_limit_round_trips_through_grpc_get_and_search(served: tuple[Any, Any]) -> None:
+    """A public asset nested exactly to the limit is stored, and Get and Search return it whole to every principal."""
+    home, daemon = served
+    draft = nested(DEPTH_LIMIT)
+    assert depth_of(draft["payload"]) == DEPTH_LIMIT
+    with unix_client(home) as alice, mtls_client(home, daemon, "bob") as bob:
+        (id_,) = alice.put([draft])
+        for c in (alice, bob):
+            assert c.get(id_)["payload"] == draft["payload"]
+            hits = c.search(f"zebra crossing at depth {DEPTH_LIMIT}")
+            assert [h["asset"]["payload"] for h in hits if h["id"] == id_] == [draft["payload"]]
+
+
+def test_an_asset_over_the_depth_limit_is_refused_at_every_door(served: tuple[Any, Any]) -> None:
+    """One level over the limit (and 60, as in the review) is a typed refusal over gRPC Put and `gaml put`, naming the
+    limit, and nothing is stored: Search and Get keep answering for every principal."""
+    home, daemon = served
+    with unix_client(home) as alice, mtls_client(home, daemon, "bob") as bob:
+        before = alice.status()["assets"]
+        for depth in (DEPTH_LIMIT + 1, 60):
+            with pytest.raises(InvalidAsset, match=f"at most {DEPTH_LIMIT}"):
+                alice.put([nested(depth)])
+            r = gaml(home.path, "put", "-", stdin=json.dumps(nested(depth)))  # through the daemon
+            assert r.returncode == 2, r.stderr
+            assert f"at most {DEPTH_LIMIT}" in r.stderr and "Traceback" not in r.stderr
+        assert alice.status()["assets"] == before
+        for c in (alice, bob):
+            assert isinstance(c.search("zebra crossing"), list)
+
+
+def test_gaml_put_refuses_an_asset_over_the_depth_limit_without_a_daemon(tmp_path: Path) -> None:
+    """`gaml put` on the store itself refuses a 60-deep payload (exit 2, the limit and the path named) and stores
+    nothing."""
+    home = tmp_path / "h"
+    assert gaml(home, "init", "--embedder", "hash").returncode == 0
+    r = gaml(home, "put", "-", stdin=json.dumps(nested(60)))
+    assert r.returncode == 2, r.stderr
+    assert f"at most {DEPTH_LIMIT}" in r.stderr and "payload.x.a" in r.stderr and "Traceback" not in r.stderr
+    assert json.loads(gaml(home, "stats", "--json").stdout)["assets"] == 0
