@@ -51,7 +51,7 @@ from policy.errors import (
     StoreError,
     StoreLocked,
 )
-from policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
+from policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy, load_json
 from proto.convert import asset_to_json, draft_from_json
 
 
@@ -82,14 +82,14 @@ def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]
     if not stripped:
         raise InvalidAsset(f"{origin}: no input")
     try:
-        doc = json.loads(stripped)
+        doc = load_json(stripped, origin)
     except json.JSONDecodeError:
         doc = None
         for n, line in enumerate(stripped.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = load_json(line, f"{origin}:{n}")
             except json.JSONDecodeError as e:
                 raise InvalidAsset(f"{origin}:{n}: not JSON ({e.msg})") from None
             yield f"{origin}:{n}", obj
@@ -640,7 +640,7 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
     plane: tuple[Segment, ...] = ()
     if args.plane:
         try:
-            plane = parse_plane(json.loads(Path(args.plane).read_text(encoding="utf-8")))
+            plane = parse_plane(load_json(Path(args.plane).read_text(encoding="utf-8"), f"--plane {args.plane}"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InvalidInput(f"--plane {args.plane}: {e}") from None
     client = _daemon(args)

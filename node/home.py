@@ -37,6 +37,7 @@ from policy import crypto
 from policy.access import PrincipalKind
 from policy.errors import GamlError, InvalidInput, KeychainError
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
+from policy.model import load_json
 
 CONFIG_FORMAT = "gaml-home-1"
 EMBEDDERS = ("minilm", "hash")
@@ -72,7 +73,7 @@ def make_counter(name: str) -> TokenCounter:
 
 def read_config(home: Path) -> dict[str, Any]:
     try:
-        cfg: dict[str, Any] = json.loads((home / "config.json").read_text())
+        cfg: dict[str, Any] = load_json((home / "config.json").read_text())
     except FileNotFoundError:
         raise GamlError(f"{home} is not a GAML home; run `gaml --home {home} init` first") from None
     except ValueError as e:

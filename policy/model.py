@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import json
 import math
 import operator
 import re
@@ -22,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from policy.errors import InvalidAsset, PayloadTooDeep, UnknownEnumValue
+from policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
 
 CANONICAL_TAG: Final = b"GAML-ASSET-1\n"
 ASSET_ID_TAG: Final = b"gaml-asset-id-v1"  # blake2b personalisation: exactly 16 bytes
@@ -244,6 +245,19 @@ def canonical_encode(value: Any) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as e:
         raise InvalidAsset(f"not canonically encodable: {e}") from e
+
+
+def load_json(text: str | bytes, origin: str = "") -> Any:
+    """``json.loads(text)``, except that a document nested too deep for the decoder (it recurses, and stops at the
+    interpreter's recursion limit) is :class:`InvalidInput` (naming ``origin`` when given), not a ``RecursionError``.
+
+    For what people hand the CLI (drafts, plane files, config, invitations). ``InvalidInput`` is a ``ValueError``,
+    as ``json.JSONDecodeError`` is, so callers that report malformed JSON report this too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        where = f"{origin}: " if origin else ""
+        raise InvalidInput(f"{where}JSON nested too deep to read (objects and lists inside one another)") from None
 
 
 def canonical_json(value: Any) -> str:

@@ -119,3 +119,62 @@ def test_gaml_put_refuses_an_asset_over_the_depth_limit_without_a_daemon(tmp_pat
     assert r.returncode == 2, r.stderr
     assert f"at most {DEPTH_LIMIT}" in r.stderr and "payload.x.a" in r.stderr and "Traceback" not in r.stderr
     assert json.loads(gaml(home, "stats", "--json").stdout)["assets"] == 0
+
+
+# -- JSON nested deeper than the decoder goes --------------------------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fresh home (hash embedder), no daemon."""
+    h = tmp_path / "h"
+    r = gaml(h, "init", "--embedder", "hash")
+    assert r.returncode == 0, r.stderr
+    return h
+
+
+@pytest.mark.parametrize(
+    "document",
+    [DEEP, '{"asset_type": "fact", "payload": {"x": ' + DEEP + "}}", '{"asset_type": "fact"}\n' + DEEP],
+    ids=["document", "payload", "jsonl-line"],
+)
+def test_gaml_put_of_json_nested_100000_deep_is_a_clear_refusal(home: Path, document: str) -> None:
+    """`gaml put` of JSON nested 100,000 deep (a whole document, a payload, a JSON Lines line) exits 2 with a message
+    naming the input, no traceback, and writes nothing."""
+    r = gaml(home, "put", "-", stdin=document)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("gaml: error: stdin") and "nested too deep" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert json.loads(gaml(home, "stats", "--json").stdout)["assets"] == 0
+
+
+def test_a_plane_file_nested_100000_deep_is_a_clear_refusal(home: Path, tmp_path: Path) -> None:
+    """`gaml hydrate --plane FILE` with FILE nested 100,000 deep exits 2 naming the file, without a traceback."""
+    plane = tmp_path / "plane.json"
+    plane.write_text(DEEP)
+    r = gaml(home, "hydrate", "--goal", "anything", "--budget", "100", "--plane", str(plane), "--as", "alice")
+    assert r.returncode == 2, r.stderr
+    assert f"--plane {plane}" in r.stderr and "nested too deep" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_config_nested_100000_deep_is_a_clear_refusal(home: Path) -> None:
+    """A config.json nested 100,000 deep makes every command exit 2 naming the file, without a traceback; the file
+    is left as it was."""
+    cfg = home / "config.json"
+    cfg.write_text(cfg.read_text().rstrip().removesuffix("}") + ', "extra": ' + DEEP + "}")
+    before = cfg.read_bytes()
+    r = gaml(home, "stats")
+    assert r.returncode == 2, r.stderr
+    assert "config.json" in r.stderr and "nested too deep" in r.stderr and "Traceback" not in r.stderr
+    assert cfg.read_bytes() == before
+
+
+def test_an_invitation_nested_100000_deep_is_a_clear_refusal(home: Path, tmp_path: Path) -> None:
+    """`gaml pair --join FILE` with FILE nested 100,000 deep exits 2 naming the file, without a traceback."""
+    invitation = tmp_path / "invite.json"
+    invitation.write_text(DEEP)
+    r = gaml(home, "pair", "--join", str(invitation))
+    assert r.returncode == 2, r.stderr
+    assert str(invitation) in r.stderr and "nested too deep" in r.stderr and "Traceback" not in r.stderr

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.errors import InvalidAsset, PayloadTooDeep, UnknownEnumValue
+from policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
 from policy.model import (
     MAX_PAYLOAD_DEPTH,
     Asset,
@@ -23,6 +23,7 @@ from policy.model import (
     Tier,
     content_id,
     item_id,
+    load_json,
 )
 from policy.partitions import PartitionRef, partition_for
 
@@ -225,3 +226,11 @@ def test_stored_payload_over_the_depth_limit_stays_readable() -> None:
     assert asset.payload["x"][0]["a"]
     with pytest.raises(PayloadTooDeep):
         Asset.from_canonical(deeper)
+
+
+def test_load_json_refuses_a_document_too_deep_to_decode() -> None:
+    """load_json reads JSON as json.loads does, and a document nested 100,000 deep is InvalidInput, a ValueError."""
+    assert load_json('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
+    with pytest.raises(InvalidInput, match=r"^plane\.json: JSON nested too deep") as caught:
+        load_json("[" * 100_000 + "]" * 100_000, "plane.json")
+    assert isinstance(caught.value, ValueError)
