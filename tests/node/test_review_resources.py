@@ -13,6 +13,7 @@ sleeps or asserts on time; memory is measured by ``bench/resources_probe.py``, n
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -21,9 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
+from node.service import TooLarge
 from policy.errors import InvalidAsset
+from proto.gaml.v1 import memory_pb2
 from tests.node.daemon_util import KEY_HEX, ROOT, make_home, mtls_client, remove_home, thread_daemon, unix_client
 
 DEPTH_LIMIT = 32  # policy.model.MAX_PAYLOAD_DEPTH, spelled out so that this module also runs against b424be6
@@ -178,3 +182,52 @@ def test_an_invitation_nested_100000_deep_is_a_clear_refusal(home: Path, tmp_pat
     r = gaml(home, "pair", "--join", str(invitation))
     assert r.returncode == 2, r.stderr
     assert str(invitation) in r.stderr and "nested too deep" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- the ingest stream's limit -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_ingest() -> Iterator[tuple[Any, Any]]:
+    """A daemon whose principals may stream at most 4096 bytes into Ingest."""
+    home = make_home()
+    try:
+        cfg_path = home.path / "config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg["limits"] = {"max_ingest_bytes": 4096}
+        cfg_path.write_text(json.dumps(cfg))
+        with thread_daemon(home) as daemon:
+            yield home, daemon
+    finally:
+        remove_home(home)
+
+
+def header(segment: str = "", name: str = "note.md") -> memory_pb2.IngestRequest:
+    return memory_pb2.IngestRequest(file=memory_pb2.IngestFile(name=name, segment=segment))
+
+
+def test_ingest_headers_count_against_the_ingest_limit(small_ingest: tuple[Any, Any]) -> None:
+    """Headers alone (no chunk at all) over max_ingest_bytes are refused: RESOURCE_EXHAUSTED, TooLarge, nothing
+    ingested."""
+    home, daemon = small_ingest
+    for c in (unix_client(home), mtls_client(home, daemon, "bob")):
+        with c:
+            before = c.status()["assets"]
+            stream = [header("s" * 1000) for _ in range(5)]
+            assert sum(r.ByteSize() for r in stream) > 4096
+            with pytest.raises(grpc.RpcError) as caught:
+                c.stub.Ingest(iter(stream), timeout=60)
+            assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+            with pytest.raises(TooLarge, match="limit of 4096 bytes"):
+                c.ingest([(f"n{i}.md", b"") for i in range(200)], segment="s" * 100)
+            assert c.status()["assets"] == before
+
+
+def test_an_endless_ingest_stream_is_refused_once_it_is_over_the_limit(small_ingest: tuple[Any, Any]) -> None:
+    """The stream is refused as soon as it is over the limit, not at its end: an endless one of headers ends too."""
+    home, _ = small_ingest
+    with unix_client(home) as c:
+        endless = (header("s" * 100, f"n{i}.md") for i in itertools.count())
+        with pytest.raises(grpc.RpcError) as caught:
+            c.stub.Ingest(endless, timeout=120)
+        assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
