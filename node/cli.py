@@ -587,13 +587,34 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         _ingest_passes(lambda todo: _ingest_pass(node, ingestor, ladder, todo, args), files, args)
 
 
+CLIPPED_SHOWN_MAX = 20
+
+
+def _print_pass(report: dict[str, Any]) -> None:
+    """A pass's report as one JSON line on stdout, and on stderr what it cut to fit the payload limit."""
+    clipped = report.get("clipped") or []
+    for c in clipped[:CLIPPED_SHOWN_MAX]:
+        where = c["source"] if c.get("position") is None else f"{c['source']}, record {c['position']}"
+        print(
+            f"gaml: warning: {where}: its {c['field']} was cut from {c['chars']:,} to {c['kept']:,} characters "
+            "(head and tail kept) to fit the payload limit; the file keeps it whole",
+            file=sys.stderr,
+        )
+    if len(clipped) > CLIPPED_SHOWN_MAX:
+        print(
+            f"gaml: warning: … and {len(clipped) - CLIPPED_SHOWN_MAX} more cut (the report's clipped list)",
+            file=sys.stderr,
+        )
+    print(json.dumps(report), flush=True)
+
+
 def _ingest_passes(
     one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], args: argparse.Namespace
 ) -> None:
     """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
     JSON line), whether the passes run on the store or through the daemon."""
     seen = _snapshot(files)
-    print(json.dumps(one_pass(files)), flush=True)
+    _print_pass(one_pass(files))
     if not args.watch:
         return
     print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
@@ -605,7 +626,7 @@ def _ingest_passes(
             seen = now_seen
             if changed:
                 try:
-                    print(json.dumps(one_pass(changed)), flush=True)
+                    _print_pass(one_pass(changed))
                 except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
                     print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
                     seen = {f: m for f, m in seen.items() if f not in changed}

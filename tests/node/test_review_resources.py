@@ -231,3 +231,51 @@ def test_an_endless_ingest_stream_is_refused_once_it_is_over_the_limit(small_ing
         with pytest.raises(grpc.RpcError) as caught:
             c.stub.Ingest(endless, timeout=120)
         assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+
+
+# -- big files: bounded work, and what is cut is reported ------------------------------------------------------------
+
+
+def test_a_big_one_paragraph_note_is_clipped_and_the_cut_reported(home: Path, tmp_path: Path) -> None:
+    """`gaml ingest` of a one-paragraph note far over the payload limit stores it head and tail, and says so: in the
+    report's `clipped` list (characters before and after) and on stderr; `gaml curate` then has nothing left to do."""
+    note = tmp_path / "note.md"
+    note.write_text(("lorem ipsum dolor sit amet " * 200_000).strip() + "\n")  # 5.4 MB, no blank line
+    r = gaml(home, "ingest", str(note), "--owner", "alice")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    (cut,) = report["clipped"]
+    assert cut["source"].startswith("notes:note.md@") and (cut["position"], cut["field"]) == (0, "text")
+    assert cut["chars"] == len(note.read_text().strip()) and 0 < cut["kept"] <= 1 << 20
+    assert f"was cut from {cut['chars']:,} to {cut['kept']:,} characters" in r.stderr
+    assert report["curation"]["sources"] == 1
+    r = gaml(home, "curate")
+    assert r.returncode == 0 and json.loads(r.stdout)["sources"] == 0, r.stderr
+
+
+def test_a_20mib_chat_message_ingests_clipped_and_curation_succeeds(home: Path, tmp_path: Path) -> None:
+    """The review's chat list with a 20 MiB message ingests (exit 0) with the message clipped and reported, its
+    curation writes every rung within the payload limit, and later `gaml curate` and `gaml maintain` succeed."""
+    chat = tmp_path / "big.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hello"}, {"role": "user", "content": "x" * (20 << 20)}]))
+    r = gaml(home, "ingest", str(chat), "--owner", "alice")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert [(c["position"], c["field"], c["chars"]) for c in report["clipped"]] == [(1, "text", 20 << 20)]
+    assert report["curation"]["sources"] == 1 and report["curation"]["rungs"] > 0
+    for command in ("curate", "maintain"):
+        r = gaml(home, command)
+        assert r.returncode == 0, r.stderr
+
+
+def test_a_note_of_multibyte_characters_over_the_limit_keeps_its_text(home: Path, tmp_path: Path) -> None:
+    """A note of 3-byte characters over the payload limit keeps about the limit's worth of text (not nothing), and
+    `gaml curate` succeeds on it (a clipped-to-empty item made curation fail with a traceback)."""
+    note = tmp_path / "cjk.md"
+    note.write_text("漢字" * (1 << 20))  # 6 MiB
+    r = gaml(home, "ingest", str(note), "--owner", "alice")
+    assert r.returncode == 0, r.stderr
+    (cut,) = json.loads(r.stdout)["clipped"]
+    assert (1 << 20) // 6 < cut["kept"] <= (1 << 20) // 3
+    r = gaml(home, "curate")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
