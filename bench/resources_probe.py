@@ -6,8 +6,8 @@
 
 1. **Ingest headers.** A daemon (``gaml run``, a child process, on a fresh home) gets one ``Ingest`` stream of
    ``--headers`` file headers of ``--header-mib`` MiB each (an ``IngestFile`` whose ``name`` fills the message). Its
-   resident set (``VmRSS`` of ``/proc/PID/status``) is read before the call, after the refused call, and after a
-   second identical call: the node must refuse the stream (RESOURCE_EXHAUSTED) and give the memory back.
+   resident set (``VmRSS`` of ``/proc/PID/status``) is read before the first call and after each of 10 identical
+   calls: the node must refuse the stream (RESOURCE_EXHAUSTED) and give the memory back.
 2. **A big note.** ``gaml ingest note.md --owner alice`` (no daemon) of one ``--note-mb`` MB paragraph, under
    ``/usr/bin/time -f %M`` (peak resident set, KiB); then ``gaml curate``. The report's ``clipped`` entries say what
    was cut to fit the payload limit.
