@@ -42,7 +42,6 @@ from node.ingest import IngestOptions, Ingestor
 from node.ladder import Ladder
 from node.parsers import FORMATS, detect, parse, unterminated_last_line
 from node.records import Source
-from node.strict_json import loads as strict_loads
 from policy import crypto
 from policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
 from policy.errors import (
@@ -55,7 +54,7 @@ from policy.errors import (
     StoreError,
     StoreLocked,
 )
-from policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
+from policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy, load_json
 from proto.convert import asset_to_json, draft_from_json
 
 
@@ -86,18 +85,14 @@ def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]
     if not stripped:
         raise InvalidAsset(f"{origin}: no input")
     try:
-        doc = strict_loads(stripped)
-    except InvalidInput as e:
-        raise InvalidAsset(f"{origin}: {e}") from None
+        doc = load_json(stripped, origin)
     except json.JSONDecodeError:
         doc = None
         for n, line in enumerate(stripped.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                obj = strict_loads(line)
-            except InvalidInput as e:
-                raise InvalidAsset(f"{origin}:{n}: {e}") from None
+                obj = load_json(line, f"{origin}:{n}")
             except json.JSONDecodeError as e:
                 raise InvalidAsset(f"{origin}:{n}: not JSON ({e.msg})") from None
             yield f"{origin}:{n}", obj
@@ -664,13 +659,34 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         _ingest_passes(lambda todo: _ingest_pass(node, ingestor, ladder, todo, args), files, args)
 
 
+CLIPPED_SHOWN_MAX = 20
+
+
+def _print_pass(report: dict[str, Any]) -> None:
+    """A pass's report as one JSON line on stdout, and on stderr what it cut to fit the payload limit."""
+    clipped = report.get("clipped") or []
+    for c in clipped[:CLIPPED_SHOWN_MAX]:
+        where = c["source"] if c.get("position") is None else f"{c['source']}, record {c['position']}"
+        print(
+            f"gaml: warning: {where}: its {c['field']} was cut from {c['chars']:,} to {c['kept']:,} characters "
+            "(head and tail kept) to fit the payload limit; the file keeps it whole",
+            file=sys.stderr,
+        )
+    if len(clipped) > CLIPPED_SHOWN_MAX:
+        print(
+            f"gaml: warning: … and {len(clipped) - CLIPPED_SHOWN_MAX} more cut (the report's clipped list)",
+            file=sys.stderr,
+        )
+    print(json.dumps(report), flush=True)
+
+
 def _ingest_passes(
     one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], args: argparse.Namespace
 ) -> None:
     """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
     JSON line), whether the passes run on the store or through the daemon."""
     seen = _snapshot(files)
-    print(json.dumps(_reporting_held_back(one_pass, files, args.format)), flush=True)
+    _print_pass(_reporting_held_back(one_pass, files, args.format))
     if not args.watch:
         return
     print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
@@ -682,7 +698,7 @@ def _ingest_passes(
             seen = now_seen
             if changed:
                 try:
-                    print(json.dumps(_reporting_held_back(one_pass, changed, args.format)), flush=True)
+                    _print_pass(_reporting_held_back(one_pass, changed, args.format))
                 except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
                     print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
                     seen = {f: m for f, m in seen.items() if f not in changed}
@@ -745,7 +761,7 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
     plane: tuple[Segment, ...] = ()
     if args.plane:
         try:
-            plane = parse_plane(strict_loads(Path(args.plane).read_text(encoding="utf-8")))
+            plane = parse_plane(load_json(Path(args.plane).read_text(encoding="utf-8"), f"--plane {args.plane}"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, InvalidInput) as e:
             raise InvalidInput(f"--plane {args.plane}: {e}") from None
     client = _daemon(args)

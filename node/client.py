@@ -257,7 +257,7 @@ class Client:
         def requests() -> Iterator[memory_pb2.IngestRequest]:
             first = True
             for f in files:
-                name, data = (str(f.resolve()), f.read_bytes()) if isinstance(f, Path) else f
+                name = str(f.resolve()) if isinstance(f, Path) else f[0]
                 header = memory_pb2.IngestFile(
                     name=name,
                     format=format,
@@ -269,6 +269,12 @@ class Client:
                 )
                 yield memory_pb2.IngestRequest(file=header, no_curate=first and not curate)
                 first = False
+                if isinstance(f, Path):  # read as it is sent, a chunk at a time
+                    with f.open("rb") as fh:
+                        while chunk := fh.read(CHUNK):
+                            yield memory_pb2.IngestRequest(chunk=chunk)
+                    continue
+                data = f[1]
                 for i in range(0, len(data), CHUNK):
                     yield memory_pb2.IngestRequest(chunk=data[i : i + CHUNK])
 

@@ -29,13 +29,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
 
 FACT_VALUE_WORDS_MAX: Final = 8
+FACT_VALUE_CHARS_MAX: Final = 200  # a value longer than this is a blob of text, not a slot's value
+ENTITY_CHARS_MAX: Final = 200  # likewise a "name" or path longer than this (a run of capitals, a pasted blob)
+KEYWORD_CHARS_MAX: Final = 64  # and a "word" longer than this
+SIMHASH_BATCH: Final = 4096  # features hashed and summed at a time: memory stays flat whatever the text's length
 FACT_ATTRIBUTE_WORDS_MAX: Final = 5
 NOISE_WORDS_MAX: Final = 5
 BASE64_BLOB_CHARS_MIN: Final = 200
@@ -349,7 +355,7 @@ def entities(text: str) -> list[str]:
     out: list[str] = []
     for _, value in found:
         key = value.casefold()
-        if key not in seen:
+        if key not in seen and len(value) <= ENTITY_CHARS_MAX:
             seen.add(key)
             out.append(value)
     return out
@@ -390,7 +396,7 @@ def keywords(text: str, k: int = 8) -> list[str]:
     for m in _KEYWORD_RE.finditer(_norm(text).lower()):
         w = m.group().strip("'-")
         w = w.removesuffix("'s")
-        if len(w) >= 3 and w not in STOPWORDS and w not in _KEYWORD_STOP:
+        if 3 <= len(w) <= KEYWORD_CHARS_MAX and w not in STOPWORDS and w not in _KEYWORD_STOP:
             words.append(w)
     counts = Counter(words)
     first = {w: i for i, w in reversed(list(enumerate(words)))}
@@ -535,6 +541,8 @@ def _norm_name(text: str) -> str:
 
 
 def _value_ok(value: str) -> bool:
+    if len(value) > FACT_VALUE_CHARS_MAX:
+        return False
     words = value.split()
     return 0 < len(words) <= FACT_VALUE_WORDS_MAX and words[0].lower() not in _VALUE_NOT_START
 
@@ -981,15 +989,18 @@ def simhash(text: str) -> int:
     if not words:
         return 0
     if len(words) < 3:
-        features, weights = words, [1] * len(words)
+        features: Iterable[tuple[str, int]] = ((w, 1) for w in words)
     else:
-        shingles = [" ".join(words[i : i + 3]) for i in range(len(words) - 2)]
-        content = [w for w in words if w not in STOPWORDS]
-        features = shingles + content
-        weights = [1] * len(shingles) + [SIMHASH_WORD_WEIGHT] * len(content)
-    digests = b"".join(hashlib.blake2b(f.encode(), digest_size=8).digest() for f in features)
-    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(len(features), 8), axis=1)
-    score = np.asarray(weights, dtype=np.int64) @ (bits.astype(np.int64) * 2 - 1)
+        shingles = ((" ".join(words[i : i + 3]), 1) for i in range(len(words) - 2))
+        content = ((w, SIMHASH_WORD_WEIGHT) for w in words if w not in STOPWORDS)
+        features = itertools.chain(shingles, content)
+    # Summed a batch at a time (the sum is exact, so the value does not depend on the batch size): one feature takes
+    # 64 int64 lanes, which for a whole megabyte of text at once would be hundreds of megabytes.
+    score = np.zeros(64, dtype=np.int64)
+    while batch := list(itertools.islice(features, SIMHASH_BATCH)):
+        digests = b"".join(hashlib.blake2b(f.encode(), digest_size=8).digest() for f, _ in batch)
+        bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(len(batch), 8), axis=1)
+        score += np.asarray([w for _, w in batch], dtype=np.int64) @ (bits.astype(np.int64) * 2 - 1)
     return int.from_bytes(np.packbits(score > 0).tobytes(), "big")
 
 

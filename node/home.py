@@ -31,7 +31,6 @@ from node.privacy import Rules
 from node.rocks_kv import RocksKV
 from node.service import Limits
 from node.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from node.strict_json import loads as strict_loads
 from node.tiers import TierPolicy
 from node.tokens import HeuristicCounter, TokenCounter
 from node.vectors import AdaptiveFactory
@@ -39,6 +38,7 @@ from policy import crypto
 from policy.access import PrincipalKind
 from policy.errors import GamlError, InvalidInput, KeychainError, UnsafeFile
 from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
+from policy.model import load_json
 
 CONFIG_FORMAT = "gaml-home-1"
 EMBEDDERS = ("minilm", "hash")
@@ -76,7 +76,7 @@ def read_config(home: Path) -> dict[str, Any]:
     """``config.json``, validated (:func:`check_config`): a missing, wrongly typed or out-of-range setting is refused
     naming its key, when the home is opened rather than at the first call that needs it."""
     try:
-        cfg = strict_loads((home / "config.json").read_bytes())
+        cfg: dict[str, Any] = load_json((home / "config.json").read_text())
     except FileNotFoundError:
         raise GamlError(f"{home} is not a GAML home; run `gaml --home {home} init` first") from None
     except (ValueError, UnicodeDecodeError) as e:

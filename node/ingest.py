@@ -61,6 +61,7 @@ from policy.model import (
     ReplicationPolicy,
     SourcePointer,
     TrustClass,
+    canonical_encode,
     item_id,
 )
 
@@ -125,6 +126,7 @@ ROLE_NAMES: Final = frozenset({"user", "assistant", "tool", "system", "note"})  
 # Formats whose sessions are with an agent from their first record on (a growing session has no reply yet).
 AGENT_FORMATS: Final = frozenset({"transcript", "chat"})
 FIT_MARGIN_CHARS: Final = 16  # room for the ellipsis when a text is clipped to fit the payload limit
+TITLE_CHARS_MAX: Final = 1000  # a source's title is on every item and in the goal labels: kept head and tail past this
 FACT_SALT: Final = "#fact"
 WATERMARK: Final = "src"  # meta kind of the per-source watermarks
 WATERMARK_FORMAT: Final = 1
@@ -193,6 +195,9 @@ class Report:
     retracted: int = 0  # facts and items a rewritten source no longer states
     rewritten: list[str] = dataclasses.field(default_factory=list)  # sources whose processed prefix had changed
     dirty: list[str] = dataclasses.field(default_factory=list)  # sources with new items (curation pending)
+    # What was cut (head and tail kept) to fit the payload limit: {"source", "position", "field", "chars", "kept"}, in
+    # characters (a source's title, on every item of it, has no position). The file keeps the verbatim record.
+    clipped: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -213,6 +218,7 @@ class _Planned:
     simhash: int
     gate: str | None = None  # soft gate
     duplicate_of: int | None = None
+    chars: int = 0  # the text's length before it was bounded to what an item can hold (0: it was not)
 
 
 def _digest(records: Iterable[tuple[int, str]]) -> str:
@@ -294,7 +300,12 @@ class Ingestor:
         report.sources += 1
         report.records += len(source.records)
         # A title (a chat's, a file name) is stamped on every item and goal label: it is classified like the text.
-        source = dataclasses.replace(source, title=masked(source.title, self.rules.classify(source.title)))
+        title = masked(source.title, self.rules.classify(source.title))
+        source = dataclasses.replace(source, title=extract.head_tail(title, TITLE_CHARS_MAX))
+        if len(source.title) < len(title):
+            report.clipped.append(
+                {"source": source.source_id, "field": "title", "chars": len(title), "kept": len(source.title)}
+            )
         texts = _strip_envelopes(source.records)
         wm = self.watermark(source.source_id)
         start = 0
@@ -326,7 +337,18 @@ class Ingestor:
             if old is not None:
                 types[p.record.position] = old.asset_type
         self._evaluate(planned, kept, opts)
-        items = [self._item(source, p, opts, now, types.get(p.record.position)) for p in kept]
+        items = []
+        for p in kept:
+            item, cuts = self._item(source, p, opts, now, types.get(p.record.position))
+            items.append(item)
+            text_cut = [n for f, n, _ in cuts if f == "text"]
+            cuts = [c for c in cuts if c[0] != "text"]
+            if p.chars or text_cut:  # the text's cut, from what the record said to what the item keeps
+                cuts.insert(0, ("text", p.chars or text_cut[0], len(item.payload["text"])))
+            report.clipped.extend(
+                {"source": source.source_id, "position": p.record.position, "field": f, "chars": n, "kept": k}
+                for f, n, k in cuts
+            )
         facts, superseded_edits, stats = self._facts(source, kept, items, opts, start)
         report.items += len(items)
         report.facts += len(facts)
@@ -433,26 +455,29 @@ class Ingestor:
             if not raw.strip():
                 gates.append(Gate(record.position, "envelope" if record.text.strip() else "empty"))
                 continue
-            kind = self._kind(record, raw, agentic)
             # Classify the whole text, then clip: a cut through a secret would leave pieces no rule recognises.
+            # Everything after the classification reads the text bounded to what an item can hold.
             c = self.rules.classify(raw)
+            kind = self._kind(record, self._bounded(raw), agentic)
             if kind == "goal" and record.position not in forgotten:  # the label travels to the items that follow:
-                goal = extract.goal_text(masked(raw, c))  # nothing private goes with it
+                goal = extract.goal_text(self._bounded(masked(raw, c)))  # nothing private goes with it
             limit = opts.conclusion_chars if record.role == "assistant" else opts.tool_chars
             text = extract.head_tail(c.text, limit) if record.role in ("assistant", "tool") else c.text
+            bounded = self._bounded(text)
             tags = {f"kind:{kind}", f"role:{record.role}", f"format:{source.format}", *c.tags}
-            if extract.is_remember(text):
+            if extract.is_remember(bounded):
                 tags.add("remember")
             planned.append(
                 _Planned(
                     record=record,
-                    text=text,
+                    text=bounded,
                     kind=kind,
                     goal=goal,
                     tags=tags,
                     local_only=c.local_only,
                     redactions=sum(1 for f in c.findings if f.action == "redact"),
-                    simhash=extract.simhash(c.text),
+                    simhash=extract.simhash(self._bounded(c.text)),
+                    chars=len(text) if len(bounded) < len(text) else 0,
                 )
             )
         kept = _budget(planned, opts)
@@ -514,7 +539,8 @@ class Ingestor:
 
     def _item(
         self, source: Source, p: _Planned, opts: IngestOptions, now: int, asset_type: AssetType | None = None
-    ) -> Asset:
+    ) -> tuple[Asset, list[tuple[str, int, int]]]:
+        """The L0 item of a planned record, fitted to the payload limit, and what fitting it cut (see :meth:`_fit`)."""
         r = p.record
         time = r.time or source.time or now
         entities = [e for e in extract.entities(p.text) if "REDACTED" not in e]  # not the placeholders' names
@@ -567,15 +593,30 @@ class Ingestor:
         )
         return self._fit(asset)
 
-    def _fit(self, asset: Asset) -> Asset:
-        """``asset`` with its text clipped (head and tail) so that its payload fits the store's limit: a record too
-        large to store must not fail its source's ingestion. The verbatim record stays behind the source pointer."""
-        over = asset.payload_size() - self.store.max_payload_bytes
-        if over <= 0:
-            return asset
-        text = str(asset.payload["text"])
-        limit = max(0, len(text) - over - FIT_MARGIN_CHARS)  # every character takes at least one byte
-        return asset.replace(payload={**asset.payload, "text": extract.head_tail(text, limit)})
+    def _fit(self, asset: Asset) -> tuple[Asset, list[tuple[str, int, int]]]:
+        """``asset`` with its longest payload strings clipped (head and tail) until the payload fits the store's
+        limit, and the cuts made as ``(field, chars before, chars after)``: a record too large to store must not fail
+        its source's ingestion. The verbatim record stays behind the source pointer."""
+        cuts: list[tuple[str, int, int]] = []
+        while (over := asset.payload_size() - self.store.max_payload_bytes) > 0:
+            strings = {k: v for k, v in asset.payload.items() if isinstance(v, str) and v}
+            if not strings:
+                raise InvalidInput(f"item {asset.id}: its payload is over the limit with no text left to clip")
+            field = max(strings, key=lambda k: (len(strings[k]), k == "text"))
+            value = strings[field]
+            # Characters kept in proportion to the bytes that must go (a character takes 1 to 6 bytes in the JSON);
+            # a cut that keeps denser characters than the average is cut again.
+            size = len(canonical_encode(value))
+            limit = min(len(value) - 1, len(value) * max(0, size - over - FIT_MARGIN_CHARS) // size)
+            asset = asset.replace(payload={**asset.payload, field: extract.head_tail(value, max(0, limit))})
+            cuts.append((field, len(value), len(asset.payload[field])))
+        return asset, cuts
+
+    def _bounded(self, text: str) -> str:
+        """``text``, or its head and tail when it is longer than any item can hold (a character takes at least one
+        byte): what the rules, the extractors and the embedder read is bounded, whatever the size of the input."""
+        room = self.store.max_payload_bytes
+        return text if len(text) <= room else extract.head_tail(text, max(0, room - FIT_MARGIN_CHARS))
 
     # -- facts and temporal tracking -------------------------------------------------------------------------------
 
@@ -665,7 +706,7 @@ class Ingestor:
                 contradicts=contradicts,
                 **fields,
             )
-            facts.append(fact)
+            facts.append(self._fit(fact)[0])  # its text is a sentence of the item's: it fits when the item does
             if not contradicts:
                 current[slot] = fact
         # Edits of facts written in this same batch fold into the new fact itself.

@@ -19,8 +19,8 @@ from typing import Any, Final
 
 from node.files import write_atomic
 from node.home import read_config
-from node.strict_json import loads as strict_loads
 from policy.errors import InvalidInput
+from policy.model import load_json
 
 INVITATION_FORMAT: Final = "gaml-invitation-1"
 DEFAULT_LISTEN: Final = ("/ip4/127.0.0.1/tcp/0",)
@@ -34,7 +34,7 @@ def write_invitation(path: Path, roster: bytes, peers: Sequence[str]) -> None:
 def read_invitation(path: Path) -> tuple[bytes, list[str]]:
     """The roster and the inviter's addresses of an invitation file (InvalidInput if it is not one)."""
     try:
-        data = strict_loads(path.read_bytes())
+        data = load_json(path.read_bytes())
         if data.get("format") != INVITATION_FORMAT:
             raise InvalidInput(f"{path}: not a GAML invitation (format {data.get('format')!r})")
         roster = bytes.fromhex(data["roster"])

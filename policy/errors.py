@@ -27,6 +27,10 @@ class PayloadTooLarge(InvalidAsset):
     """The asset's payload is over the configured size limit."""
 
 
+class PayloadTooDeep(InvalidAsset):
+    """The asset's payload nests objects or lists deeper than the model allows (``policy.model.MAX_PAYLOAD_DEPTH``)."""
+
+
 class BadSignature(GamlError):
     """A signature does not verify against the claimed signer's key."""
 

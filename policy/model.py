@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import json
 import math
 import operator
 import re
@@ -22,13 +23,18 @@ from typing import Any, Final
 
 import orjson
 
-from policy.errors import InvalidAsset, UnknownEnumValue
+from policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
 
 CANONICAL_TAG: Final = b"GAML-ASSET-1\n"
 ASSET_ID_TAG: Final = b"gaml-asset-id-v1"  # blake2b personalisation: exactly 16 bytes
 ITEM_ID_TAG: Final = b"gaml-item-id-v1\x00"
 ID_RE: Final = re.compile(r"^[0-9a-f]{32}$")
 MAX_SAFE_INT: Final = 2**53  # payload numbers travel as doubles in google.protobuf.Struct
+# How deep a payload may nest objects and lists, the payload object itself being level 1. protobuf refuses to decode a
+# message nested over 100 deep, and google.protobuf.Struct spends 3 levels per JSON object (Struct, map entry, Value)
+# and 2 per list: a SearchResponse (SearchResponse > Hit > Asset, then the payload) holding 32 objects in a row and a
+# value in the innermost decodes, 33 do not. One limit for every door (CLI, gRPC, replication, the store): the model.
+MAX_PAYLOAD_DEPTH: Final = 32
 
 
 class _Named(enum.Enum):
@@ -187,8 +193,18 @@ class FrozenDict(dict[str, Any]):
         return hash(canonical_json(self))
 
 
-def freeze_json(value: Any, path: str = "payload") -> Any:
-    """Validate a JSON value and return its frozen, normalized form (whole floats become ints)."""
+def freeze_json(value: Any, path: str = "payload", max_depth: int | None = MAX_PAYLOAD_DEPTH) -> Any:
+    """Validate a JSON value and return its frozen, normalized form (whole floats become ints).
+
+    Objects and lists may nest ``max_depth`` deep (``value`` itself is level 1), else :class:`PayloadTooDeep`; the
+    check comes before each level is entered, so no input is deep enough to exhaust the interpreter's stack. ``None``
+    skips it, for bytes this node validated when it sealed them (an asset stored before the limit stays readable, so
+    that it can be forgotten).
+    """
+    return _freeze(value, path, max_depth if max_depth is not None else -1, 1)
+
+
+def _freeze(value: Any, path: str, max_depth: int, depth: int) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -201,16 +217,26 @@ def freeze_json(value: Any, path: str = "payload") -> Any:
         if value.is_integer() and abs(value) <= MAX_SAFE_INT:
             return int(value)
         return value
+    if isinstance(value, (Mapping, list, tuple)) and 0 <= max_depth < depth:
+        raise PayloadTooDeep(
+            f"{_short_path(path)}: nested {depth} objects or lists deep; a payload nests at most {max_depth} "
+            "(the payload itself counts as 1)"
+        )
     if isinstance(value, Mapping):
         out = FrozenDict()
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidAsset(f"{path}: object keys must be strings, got {type(k).__name__}")
-            dict.__setitem__(out, k, freeze_json(v, f"{path}.{k}"))
+            dict.__setitem__(out, k, _freeze(v, f"{path}.{k}", max_depth, depth + 1))
         return out
     if isinstance(value, (list, tuple)):
-        return tuple(freeze_json(v, f"{path}[{i}]") for i, v in enumerate(value))
+        return tuple(_freeze(v, f"{path}[{i}]", max_depth, depth + 1) for i, v in enumerate(value))
     raise InvalidAsset(f"{path}: {type(value).__name__} is not a JSON value")
+
+
+def _short_path(path: str, limit: int = 200) -> str:
+    """A path for a message: whole when short, else its head and tail."""
+    return path if len(path) <= limit else f"{path[: limit // 2]}…{path[-limit // 2 :]}"
 
 
 def canonical_encode(value: Any) -> bytes:
@@ -219,6 +245,28 @@ def canonical_encode(value: Any) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as e:
         raise InvalidAsset(f"not canonically encodable: {e}") from e
+
+
+def load_json(text: str | bytes, origin: str = "") -> Any:
+    """``json.loads(text)`` for what people hand GAML (drafts, plane files, config, invitations), strictly: a key given
+    twice in one object is refused with its name (rather than silently taking the last value), and a document nested
+    too deep for the decoder (it recurses, and stops at the interpreter's recursion limit) is refused rather than a
+    ``RecursionError``. Both raise :class:`InvalidInput` (naming ``origin`` when given): a ``ValueError``, as
+    ``json.JSONDecodeError`` is, so callers that report malformed JSON report these too."""
+    where = f"{origin}: " if origin else ""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise InvalidInput(f"{where}the key {key!r} is given twice in one object")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except RecursionError:
+        raise InvalidInput(f"{where}JSON nested too deep to read (objects and lists inside one another)") from None
 
 
 def canonical_json(value: Any) -> str:
@@ -553,7 +601,7 @@ class Asset:
                 elif name == "retention_policy":
                     v = Retention(**v)
             elif name == "payload":
-                v = freeze_json(v)
+                v = freeze_json(v, max_depth=None)
             object.__setattr__(out, name, v)
         object.__setattr__(out, "heat", Heat(**d["heat"]))
         object.__setattr__(out, "signature", bytes.fromhex(d["signature"]))

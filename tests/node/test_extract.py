@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import random
 
+import numpy as np
 import pytest
 
+from node import extract
 from node.extract import (
     Cues,
     Fact,
@@ -561,3 +564,29 @@ def test_a_redaction_placeholder_is_no_entity() -> None:
     found = entities("Ran export DB_PASSWORD=[REDACTED:secret_assignment] and deployed to Staging with Bob.")
     assert found == ["DB_PASSWORD", "Staging", "Bob"]
     assert entities("[REDACTED] [REDACTED:email]") == []
+
+
+def test_simhash_of_a_long_text_is_the_sum_over_all_its_features() -> None:
+    """SimHash summed in batches equals the whole sum: a text of many batches gets the value of the plain formula."""
+    rng = random.Random(0)
+    vocab = ["the", "alice", "bob", "login", "test", "fails", "fixed", "database", "postgres", "we", "will", "use"]
+    text = " ".join(rng.choice(vocab) for _ in range(3 * extract.SIMHASH_BATCH))
+    words = text.split()
+    features = [" ".join(words[i : i + 3]) for i in range(len(words) - 2)] + [
+        w for w in words if w not in extract.STOPWORDS
+    ]
+    weights = [1] * (len(words) - 2) + [extract.SIMHASH_WORD_WEIGHT] * (len(features) - len(words) + 2)
+    digests = b"".join(hashlib.blake2b(f.encode(), digest_size=8).digest() for f in features)
+    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(len(features), 8), axis=1)
+    score = np.asarray(weights, dtype=np.int64) @ (bits.astype(np.int64) * 2 - 1)
+    assert extract.simhash(text) == int.from_bytes(np.packbits(score > 0).tobytes(), "big")
+
+
+def test_blobs_are_no_keywords_entities_or_fact_values() -> None:
+    """A "word", a name or a fact value longer than its bound (a pasted blob) is not a keyword, an entity or a
+    value: what curation derives from a huge text stays small."""
+    blob = "x" * 5000
+    assert extract.keywords(f"deploy {blob} deploy") == ["deploy"]
+    assert extract.entities(f"Ask Alice about {'X' * 5000} today") == ["Alice"]
+    assert extract.facts(f"The database is {blob}.") == []
+    assert [f.value for f in extract.facts("The database is Postgres.")] == ["Postgres"]

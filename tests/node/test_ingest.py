@@ -651,6 +651,61 @@ def test_record_over_the_payload_limit_is_clipped_to_fit() -> None:
     assert ing.ingest([source], ALICE, NOW).written == 0 and node.store.seq == seq
 
 
+def test_a_huge_record_is_read_only_as_far_as_an_item_can_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the privacy rules (which read it whole), every rule, extractor and the embedder read a record bounded to
+    the payload limit in characters: a 200 KB paragraph costs what a 4 KB one does, not 50 times more."""
+    node = memory_node()
+    limit = node.store.max_payload_bytes
+    seen: list[int] = []
+    for name in ("simhash", "entities", "facts", "contamination", "is_noise", "sentences", "is_goal", "is_remember"):
+        real = getattr(extract, name)
+        monkeypatch.setattr(
+            extract, name, lambda text, *a, _real=real, **k: (seen.append(len(text)), _real(text, *a, **k))[1]
+        )
+    embed = node.embedder.embed
+    monkeypatch.setattr(node.embedder, "embed", lambda texts: (seen.extend(map(len, texts)), embed(texts))[1])
+    text = "Please keep this. " + "lorem ipsum dolor " * (200_000 // 18)
+    source = transcript([line("user", text, 0), line("assistant", "Kept.", 1)])
+    report = ingestor(node).ingest([source], ALICE, NOW)
+    assert seen and max(seen) <= limit < len(text)
+    assert report.clipped == [
+        {
+            "source": source.source_id,
+            "position": 0,
+            "field": "text",
+            "chars": len(text),
+            "kept": len(item(node, source, 0).payload["text"]),
+        }
+    ]
+
+
+def test_a_record_of_multibyte_characters_over_the_limit_keeps_as_much_as_fits() -> None:
+    """A record of 3-byte characters over the payload limit keeps close to the limit's worth of bytes (it was cut
+    to nothing when a character was counted as one byte), and the cut is reported."""
+    node = memory_node()
+    limit = node.store.max_payload_bytes
+    text = "漢字" * limit
+    (source,) = parsers.parse(text.encode(), "notes.md", "text")
+    report = ingestor(node).ingest([source], ALICE, NOW)
+    kept = item(node, source, 0)
+    assert limit // 2 < kept.payload_size() <= limit
+    assert len(kept.payload["text"]) * 3 > limit // 2
+    assert [(c["field"], c["chars"], c["kept"]) for c in report.clipped] == [
+        ("text", len(text), len(kept.payload["text"]))
+    ]
+
+
+def test_a_huge_title_is_cut_and_reported() -> None:
+    """A chat's title, stamped on every item and goal label, is kept head and tail past 1000 characters, reported
+    as cut, and the items and their rungs fit."""
+    node = memory_node()
+    doc = {"title": "T" * 20_000, "messages": [{"role": "user", "content": "Please fix the login test."}]}
+    (source,) = parsers.parse(json.dumps(doc).encode(), "chat.json", "chat")
+    report = ingestor(node).ingest([source], ALICE, NOW)
+    assert report.clipped == [{"source": source.source_id, "field": "title", "chars": 20_000, "kept": 1000}]
+    assert len(item(node, source, 0).payload["title"]) == 1000
+
+
 def test_first_request_of_a_growing_session_is_its_goal() -> None:
     """A transcript is a session with an agent from its first line: the opening request is a goal even before the
     agent has replied (as a live watch first sees it)."""

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.errors import InvalidAsset, UnknownEnumValue
+from policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
 from policy.model import (
+    MAX_PAYLOAD_DEPTH,
     Asset,
     AssetType,
     Heat,
@@ -22,6 +23,7 @@ from policy.model import (
     Tier,
     content_id,
     item_id,
+    load_json,
 )
 from policy.partitions import PartitionRef, partition_for
 
@@ -182,3 +184,53 @@ def test_partitions_follow_scope_and_boundary() -> None:
     assert partition_for(PrivacyScope.SHARED, "alice", "").boundary == "owner:alice"
     for ref in (alice_private, acme, public):
         assert PartitionRef.parse(ref.name) == ref
+
+
+def nested(depth: int, kind: str = "object") -> dict[str, Any]:
+    """A payload ``depth`` objects (or a payload holding lists) deep, the payload itself being level 1."""
+    value: Any = "leaf"
+    for _ in range(depth - 1):
+        value = {"a": value} if kind == "object" else [value]
+    return {"x": value}
+
+
+@pytest.mark.parametrize("kind", ["object", "list"])
+def test_payload_depth_limit(kind: str) -> None:
+    """A payload may nest MAX_PAYLOAD_DEPTH levels; one more is refused with PayloadTooDeep naming limit and path."""
+    assert make(payload=nested(MAX_PAYLOAD_DEPTH, kind)).payload["x"]
+    with pytest.raises(
+        PayloadTooDeep, match=rf"^payload\.x.*: nested {MAX_PAYLOAD_DEPTH + 1} .*at most {MAX_PAYLOAD_DEPTH}"
+    ):
+        make(payload=nested(MAX_PAYLOAD_DEPTH + 1, kind))
+    with pytest.raises(PayloadTooDeep):
+        content_id("fact", "alice", "", nested(MAX_PAYLOAD_DEPTH + 1, kind))
+
+
+def test_payload_depth_limit_never_exhausts_the_stack() -> None:
+    """A payload nested far past the interpreter's recursion limit is refused as too deep, not a RecursionError."""
+    deep: Any = "leaf"
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(PayloadTooDeep, match=f"at most {MAX_PAYLOAD_DEPTH}"):
+        make(payload={"x": deep})
+
+
+def test_stored_payload_over_the_depth_limit_stays_readable() -> None:
+    """Bytes this node sealed before the limit existed decode (trusted), so such an asset can still be forgotten."""
+    raw = make(payload=nested(MAX_PAYLOAD_DEPTH)).canonical_bytes()
+    # Wrap the value of "x" in a list: from after '"x":' to after the braces that close the objects under it.
+    start = raw.index(b'{"x":') + len(b'{"x":')
+    end = raw.index(b'"leaf"') + len(b'"leaf"') + MAX_PAYLOAD_DEPTH - 1
+    deeper = raw[:start] + b"[" + raw[start:end] + b"]" + raw[end:]
+    asset = Asset.from_canonical(deeper, trusted=True)
+    assert asset.payload["x"][0]["a"]
+    with pytest.raises(PayloadTooDeep):
+        Asset.from_canonical(deeper)
+
+
+def test_load_json_refuses_a_document_too_deep_to_decode() -> None:
+    """load_json reads JSON as json.loads does, and a document nested 100,000 deep is InvalidInput, a ValueError."""
+    assert load_json('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
+    with pytest.raises(InvalidInput, match=r"^plane\.json: JSON nested too deep") as caught:
+        load_json("[" * 100_000 + "]" * 100_000, "plane.json")
+    assert isinstance(caught.value, ValueError)
