@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from node.cli import main
@@ -193,6 +193,7 @@ def test_every_cli_call_ends_with_a_documented_code_no_traceback_and_a_refusal_c
     argv = [str(tmp_path / a) if a in files else a for a in argv]
     before = store_digest(home)
     code, _, err = cli(home, argv, stdin)
+    event(f"{argv[0]} exit {code}")  # --hypothesis-show-statistics: what the fuzz reached
     assert code in EXIT_CODES, (argv, code, err)
     assert "Traceback" not in err, (argv, err)
     if code != 0:
