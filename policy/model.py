@@ -234,6 +234,23 @@ def _freeze(value: Any, path: str, max_depth: int, depth: int) -> Any:
     raise InvalidAsset(f"{path}: {type(value).__name__} is not a JSON value")
 
 
+def nests_deeper(value: Any, max_depth: int = MAX_PAYLOAD_DEPTH) -> bool:
+    """Whether a (validated) JSON value nests objects or lists more than ``max_depth`` deep (itself level 1): an asset
+    stored before payloads were limited may, and such a payload cannot travel in a protobuf message."""
+    level: list[Any] = [value]
+    for _ in range(max_depth):
+        level = [
+            child
+            for v in level
+            if isinstance(v, (Mapping, list, tuple))
+            for child in (v.values() if isinstance(v, Mapping) else v)
+            if isinstance(child, (Mapping, list, tuple))
+        ]
+        if not level:
+            return False
+    return True
+
+
 def _short_path(path: str, limit: int = 200) -> str:
     """A path for a message: whole when short, else its head and tail."""
     return path if len(path) <= limit else f"{path[: limit // 2]}…{path[-limit // 2 :]}"

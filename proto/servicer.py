@@ -48,7 +48,7 @@ from policy.errors import (
     StoreCorrupt,
     StoreError,
 )
-from policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
+from policy.model import MAX_PAYLOAD_DEPTH, AssetType, Level, PrivacyScope, ReplicationPolicy, nests_deeper
 from proto.convert import asset_to_pb, draft_from_json
 from proto.gaml.v1 import asset_pb2, memory_pb2
 
@@ -270,6 +270,12 @@ class MemoryServicer:
         asset = await self.rt.call(
             ctx, "Get", lambda c, now: self.svc.get(c, req.id, purpose, location, now), size=req.ByteSize()
         )
+        if nests_deeper(asset.payload):
+            raise StoreError(
+                f"asset {asset.id} was stored before payloads were limited to {MAX_PAYLOAD_DEPTH} levels and nests "
+                "deeper than a gRPC message carries: read it on the store (`gaml get` with the daemon stopped), or "
+                "forget it"
+            )
         return memory_pb2.GetResponse(asset=asset_to_pb(asset))
 
     async def Forget(self, req: memory_pb2.ForgetRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.ForgetResponse:
@@ -313,6 +319,7 @@ class MemoryServicer:
                     explain=_struct(h.explain()),
                 )
                 for h in hits
+                if not nests_deeper(h.asset.payload)  # stored before the limit: it cannot travel (see Get)
             ]
         )
 

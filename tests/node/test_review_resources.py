@@ -26,9 +26,18 @@ import grpc
 import pytest
 
 from node.service import TooLarge
-from policy.errors import InvalidAsset
+from policy.errors import InvalidAsset, StoreError
 from proto.gaml.v1 import memory_pb2
-from tests.node.daemon_util import KEY_HEX, ROOT, make_home, mtls_client, remove_home, thread_daemon, unix_client
+from tests.node.daemon_util import (
+    KEY_HEX,
+    ROOT,
+    UNLOCK,
+    make_home,
+    mtls_client,
+    remove_home,
+    thread_daemon,
+    unix_client,
+)
 
 DEPTH_LIMIT = 32  # policy.model.MAX_PAYLOAD_DEPTH, spelled out so that this module also runs against b424be6
 
@@ -95,6 +104,33 @@ def test_an_asset_at_the_depth_limit_round_trips_through_grpc_get_and_search(ser
             assert c.get(id_)["payload"] == draft["payload"]
             hits = c.search(f"zebra crossing at depth {DEPTH_LIMIT}")
             assert [h["asset"]["payload"] for h in hits if h["id"] == id_] == [draft["payload"]]
+
+
+def test_an_asset_stored_deeper_than_the_limit_before_it_existed_breaks_no_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A public asset nested 60 deep, stored as the node stored it before the limit: every principal's Search keeps
+    answering (it is left out of the hits, which a gRPC message cannot carry), its Get says why and what to do, and
+    it can be forgotten."""
+    from node.home import open_node
+    from policy import model
+
+    home = make_home()
+    try:
+        node = open_node(home.path, UNLOCK)
+        with monkeypatch.context() as m:  # the model of b424be6: no depth limit
+            m.setattr(model.freeze_json, "__defaults__", ("payload", None))
+            (deep,) = node.put([{**nested(60), "owner_id": "alice"}], 1_700_000_000_000_000)
+        (shallow,) = node.put([{**nested(3), "owner_id": "alice"}], 1_700_000_000_000_000)
+        node.close()
+        with thread_daemon(home) as daemon, unix_client(home) as alice, mtls_client(home, daemon, "bob") as bob:
+            for c in (alice, bob):
+                assert [h["id"] for h in c.search("zebra crossing at depth", k=10)] == [shallow]
+            with pytest.raises(StoreError, match="nests deeper than a gRPC message carries"):
+                alice.get(deep)
+            assert alice.forget(deep)["id"] == deep
+    finally:
+        remove_home(home)
 
 
 def test_an_asset_over_the_depth_limit_is_refused_at_every_door(served: tuple[Any, Any]) -> None:
