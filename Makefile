@@ -22,7 +22,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-replication demo clean
+.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-replication bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -84,6 +84,9 @@ bench-locomo: $(STAMP) ## LoCoMo dev set: hydration vs BM25, dense and fused tur
 
 bench-tokens: $(STAMP) ## the default token counter against real BPE tokenizers (cl100k, o200k) on LoCoMo turns; writes bench/results/
 	$(BIN)/python -m bench.tokens_bench --data $(LOCOMO) --out bench/results
+
+bench-resources: $(STAMP) ## memory under hostile input: ingest headers over the limit (daemon RSS), a 50 MB note (EMBEDDER=hash|minilm)
+	$(BIN)/python -m bench.resources_probe --embedder $(if $(filter both,$(EMBEDDER)),hash,$(EMBEDDER))
 
 demo: $(STAMP) ## the main job: a node in a temporary home: assets across scopes, searches, an agent log ingested and curated
 	$(BIN)/python -m deploy.demo

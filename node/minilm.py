@@ -7,14 +7,28 @@ The only module that imports sentence-transformers. The model ships inside the w
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from policy.errors import GamlError
 
 MINILM_ID = "minilm-l6-v2"
+# The model reads its first 256 tokens and drops the rest, but its tokenizer would first split a text whole (an item
+# of a megabyte costs ~150 MB of token offsets). Every piece between whitespace yields at least one token (bar one made
+# only of control characters), so a text cut after this many pieces embeds as it would whole.
+PIECES_MAX: Final = 4096
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]+")  # what the BERT tokenizer splits words on, besides Unicode spaces
+
+
+def bounded(text: str) -> str:
+    """``text`` cut after :data:`PIECES_MAX` whitespace-separated pieces (the model never reads further)."""
+    if len(text) <= PIECES_MAX:
+        return text
+    pieces = _WHITESPACE.split(text, maxsplit=PIECES_MAX)
+    return text if len(pieces) <= PIECES_MAX else " ".join(pieces[:PIECES_MAX])
 
 
 class MiniLMEmbedder:
@@ -46,7 +60,7 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         v = self._load().encode(
-            list(texts),
+            [bounded(t) for t in texts],
             batch_size=self.batch_size,
             normalize_embeddings=True,
             show_progress_bar=False,
