@@ -162,17 +162,10 @@ class Node:
         owners = self._owners(targets) if owners is None else owners
         for i, a in enumerate(targets):
             owner = owners[a.owner_id][0] if a.owner_id else by
-            d = authorize_write(by, owner, a, self._registered)
+            d = authorize_write(by, owner, a, lambda reader: self.writer(reader)[1])
             if not d.allowed:
                 where = f"asset #{i + 1}: " if len(targets) > 1 else ""
                 raise PolicyError(f"{where}{d.reason}")
-
-    def _registered(self, id_: str) -> bool:
-        try:
-            self.governance.principal(id_)
-        except UnknownPrincipal:
-            return False
-        return True
 
     def put_stream(
         self,
