@@ -85,11 +85,13 @@ from bench.retrieve_bench import code_version
 from bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
 from node.client import Client
 from node.daemon import MAX_UNIX_PATH
-from node.file_keychain import Unlock
+from node.file_keychain import FileKeychain, Unlock
 from node.files import write_atomic
 from node.home import init_home, open_node, read_config
 from node.replica import Replica
-from policy.errors import NotFound
+from node.replicator import read_status
+from policy import crypto
+from policy.errors import GamlError, NotFound
 
 ROOT = Path(__file__).resolve().parents[1]
 PRINCIPAL = "alice"
@@ -175,9 +177,9 @@ class Home:
 
     def status(self) -> dict[str, Any]:
         try:
-            out: dict[str, Any] = json.loads(self.status_path.read_text())
-            return out
-        except (OSError, ValueError):
+            kc = FileKeychain.open(self.path / "keychain.json", self.unlock, crypto.SystemEntropy())
+            return read_status(self.status_path, kc)
+        except (OSError, GamlError):
             return {}
 
 

@@ -23,7 +23,6 @@ TLS checks a client certificate's chain and dates; revocation is the daemon's jo
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import threading
@@ -31,16 +30,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from node.files import write_atomic
+from node.files import SEALED_FORMAT, open_json, seal_json, write_atomic
 from policy import crypto
 from policy.crypto import CertInfo
-from policy.errors import BadSignature, DecryptionFailed, InvalidInput, KeychainError, NotFound, StoreCorrupt
+from policy.errors import BadSignature, InvalidInput, KeychainError, NotFound, StoreCorrupt
 from policy.keychain import Keychain
 
 TLS_DIR: Final = "tls"
 CA_KEY_REF: Final = "tls/ca"
 TLS_NAMES_KEY_TAG: Final = b"gaml_tls_names_key_v1"
-SEALED_FORMAT: Final = "gaml-sealed-1"
+TLS_DOMAIN: Final = b"gaml-tls"  # what sealed tls/ files are bound to (with their name)
 SERVER_KEY_REF_PREFIX: Final = "tls/server/"
 SERVER_PRINCIPAL: Final = "gaml-node"  # CN of the daemon's server certificate
 DEFAULT_HOSTS: Final = ("127.0.0.1", "::1", "localhost")
@@ -85,23 +84,10 @@ def _names_key(keychain: Keychain) -> bytes:
     return crypto.derive_key(_ca_key(keychain), TLS_NAMES_KEY_TAG)
 
 
-def _seal_json(key: bytes, doc: Any, path: Path) -> str:
-    raw = json.dumps(doc, sort_keys=True).encode()
-    return base64.b64encode(crypto.seal(key, raw, b"gaml-tls:" + path.name.encode(), crypto.SystemEntropy())).decode()
-
-
-def _open_json(key: bytes, sealed: Any, path: Path) -> Any:
-    try:
-        blob = base64.b64decode(sealed, validate=True)
-        return json.loads(crypto.open_sealed(key, blob, b"gaml-tls:" + path.name.encode()))
-    except (TypeError, ValueError, DecryptionFailed) as e:
-        raise StoreCorrupt(f"{path} does not open with this keychain ({e}); restore it from a copy") from None
-
-
 def _read_issued(path: Path, keychain: Keychain) -> list[Any]:
     doc = _read_json(path, [])
     if isinstance(doc, dict) and doc.get("format") == SEALED_FORMAT:
-        doc = _open_json(_names_key(keychain), doc.get("sealed"), path)
+        doc = open_json(_names_key(keychain), doc.get("sealed"), TLS_DOMAIN, path)
     if not isinstance(doc, list):  # a list in the clear is the format before names were sealed: still read
         raise StoreCorrupt(f"{path} is not a list of issued certificates; restore it from a copy")
     return doc
@@ -295,7 +281,7 @@ def issue_client(
     issued_path = tls_dir(home) / "issued.json"
     issued = _read_issued(issued_path, keychain)
     issued.append({"principal": principal, "serial": serial, "not_after": info.not_after_s})
-    sealed = _seal_json(_names_key(keychain), issued, issued_path)
+    sealed = seal_json(_names_key(keychain), issued, TLS_DOMAIN, issued_path)
     _write_json(issued_path, {"format": SEALED_FORMAT, "sealed": sealed}, _PRIVATE)
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_atomic(key_path, key_pem, mode=_PRIVATE)
@@ -348,7 +334,7 @@ def _revoked_sets(doc: Any, path: Path, keychain: Keychain) -> tuple[frozenset[s
         raise StoreCorrupt(f"{path} is not a revocation list; restore it from a copy")
     serials, principals = doc.get("serials", []), doc.get("principals", [])  # principals: before names were sealed
     if "sealed" in doc:
-        sealed = _open_json(_names_key(keychain), doc["sealed"], path)
+        sealed = open_json(_names_key(keychain), doc["sealed"], TLS_DOMAIN, path)
         if not isinstance(principals, list) or not isinstance(sealed, list):
             raise StoreCorrupt(f"{path} holds principals that are not a list of strings; restore it from a copy")
         principals = principals + sealed
@@ -382,7 +368,9 @@ def revoke(
         principals |= {crypto.check_principal_id(principal)}
     new = {"serials": sorted(serials), "principals": sorted(principals), "updated_s": now_s}
     _write_json(
-        path, {**new, "principals": [], "sealed": _seal_json(_names_key(keychain), new["principals"], path)}, _PUBLIC
+        path,
+        {**new, "principals": [], "sealed": seal_json(_names_key(keychain), new["principals"], TLS_DOMAIN, path)},
+        _PUBLIC,
     )
     return new
 

@@ -992,12 +992,13 @@ def cmd_subnet_remove(args: argparse.Namespace) -> None:
 
 def cmd_peers(args: argparse.Namespace) -> None:
     from node.daemon import pid_alive, read_info, replication_path
+    from node.replicator import read_status
 
     info = read_info(args.home)
     if info and pid_alive(int(info.get("pid", 0))):
         try:
-            out = json.loads(replication_path(args.home).read_text())
-        except (OSError, ValueError):
+            out = read_status(replication_path(args.home), _keychain(args))
+        except OSError:
             raise StoreError(
                 f"the daemon (pid {info['pid']}) runs without replication, or has not reported yet"
             ) from None

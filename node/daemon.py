@@ -68,7 +68,7 @@ from node.files import check_private_dir, write_atomic
 from node.home import check_home, local_principal, make_counter, memory_layers, open_node, read_config
 from node.pairing import p2p_config
 from node.replica import Replica
-from node.replicator import Replicator
+from node.replicator import Replicator, status_key
 from node.service import (
     DeadlineExceeded,
     Limits,
@@ -379,6 +379,7 @@ class Daemon:
             seed,
             self.lane.submit,
             replication_path(self.home),
+            status_key(svc.node.store.keychain),
             listen=self.opts.p2p or cfg["listen"],
             peers=[*cfg["peers"], *self.opts.peers],
         )

@@ -3,13 +3,19 @@ checks that keep a node's home private (no symlink written through, no directory
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import secrets
 import stat
 from pathlib import Path
+from typing import Any, Final
 
-from policy.errors import UnsafeFile
+from policy import crypto
+from policy.errors import DecryptionFailed, StoreCorrupt, UnsafeFile
+
+SEALED_FORMAT: Final = "gaml-sealed-1"
 
 _NAME = re.compile(r"^[0-9A-Za-z_.-]+$")
 
@@ -37,6 +43,39 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def seal_json(key: bytes, doc: Any, domain: bytes, path: Path) -> str:
+    """``doc`` as JSON sealed under ``key`` (base64), bound to its file's name in ``domain``: a small file of the home
+    that would otherwise hold names in the clear."""
+    raw = json.dumps(doc, sort_keys=True).encode()
+    return base64.b64encode(crypto.seal(key, raw, domain + b":" + path.name.encode(), crypto.SystemEntropy())).decode()
+
+
+def open_json(key: bytes, sealed: Any, domain: bytes, path: Path) -> Any:
+    """What :func:`seal_json` sealed; :class:`StoreCorrupt` when it does not open (another keychain, altered bytes)."""
+    try:
+        blob = base64.b64decode(sealed, validate=True)
+        return json.loads(crypto.open_sealed(key, blob, domain + b":" + path.name.encode()))
+    except (TypeError, ValueError, DecryptionFailed) as e:
+        raise StoreCorrupt(f"{path} does not open with this keychain ({e}); restore it from a copy") from None
+
+
+def write_sealed_json(path: Path, key: bytes, doc: Any, domain: bytes, mode: int = 0o600) -> None:
+    """Write ``{"format": SEALED_FORMAT, "sealed": …}`` atomically (:func:`write_atomic`)."""
+    sealed = seal_json(key, doc, domain, path)
+    write_atomic(path, (json.dumps({"format": SEALED_FORMAT, "sealed": sealed}) + "\n").encode(), mode)
+
+
+def read_sealed_json(path: Path, key: bytes, domain: bytes) -> Any:
+    """What :func:`write_sealed_json` wrote (``FileNotFoundError`` when there is no such file)."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except ValueError as e:
+        raise StoreCorrupt(f"{path} is not valid JSON ({e}); restore it from a copy or investigate") from e
+    if not isinstance(doc, dict) or doc.get("format") != SEALED_FORMAT:
+        raise StoreCorrupt(f"{path} is not a sealed GAML file")
+    return open_json(key, doc.get("sealed"), domain, path)
 
 
 def check_private_dir(path: Path, what: str, *, create: bool = False) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -31,9 +30,10 @@ import trio
 
 from crdt.p2p import NotConnected, P2PError, P2PHost, SendQueueFull
 from crdt.sync import Sync
-from node.files import write_atomic
+from node.files import read_sealed_json, write_sealed_json
 from node.replica import Replica
 from policy import crypto
+from policy.keychain import NODE_MASTER_REF, Keychain
 
 T = TypeVar("T")
 RETRY_US: Final = 2_000_000
@@ -50,6 +50,10 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+STATUS_KEY_TAG: Final = b"gaml_run_status_key_v1"
+STATUS_DOMAIN: Final = b"gaml-run"  # what the sealed status file is bound to (with its name)
+
+
 class Replicator:
     """Replication for one daemon. Build it on the core thread (:meth:`build`), then :meth:`start` it in trio."""
 
@@ -59,6 +63,7 @@ class Replicator:
         seed: bytes,
         submit: Callable[[Callable[[], Any]], concurrent.futures.Future[Any]],
         status_path: Path,
+        status_key: bytes,
         *,
         listen: Sequence[str],
         peers: Sequence[str],
@@ -69,6 +74,7 @@ class Replicator:
         self._seed = seed
         self._submit = submit
         self.status_path = status_path
+        self._status_key = status_key
         self.listen = list(listen)
         self.peers = list(peers)
         self.tick_s = tick_s
@@ -198,7 +204,7 @@ class Replicator:
         status["connected"] = {n: True for n in (host.peers() if host else [])}
         status["transport"] = dataclasses.asdict(host.statistics()) if host else {}
         try:
-            write_atomic(self.status_path, json.dumps(status, indent=1).encode(), mode=0o600)
+            write_sealed_json(self.status_path, self._status_key, status, STATUS_DOMAIN)
         except OSError as e:
             log.warning("status_unwritten", extra={"fields": {"error": str(e)}})
 
@@ -234,4 +240,15 @@ class Replicator:
         }
 
 
-__all__ = ["Replicator"]
+def status_key(keychain: Keychain) -> bytes:
+    """The key that seals the status file (boundary names and labels name owners and tenants): a subkey of the node's
+    master key, so that `gaml peers` reads it with the keychain while the daemon holds the store."""
+    return crypto.derive_key(keychain.get(NODE_MASTER_REF), STATUS_KEY_TAG)
+
+
+def read_status(path: Path, keychain: Keychain) -> dict[str, Any]:
+    """What a running daemon's replicator last wrote to ``path`` (``FileNotFoundError`` before it has)."""
+    return dict(read_sealed_json(path, status_key(keychain), STATUS_DOMAIN))
+
+
+__all__ = ["Replicator", "read_status", "status_key"]

@@ -27,9 +27,12 @@ from typing import IO, Any, Final, TypeVar
 from node.client import Client
 from node.core import Node
 from node.daemon import read_info, replication_path
+from node.file_keychain import FileKeychain
 from node.home import init_home, open_node
 from node.replica import record_of
+from node.replicator import read_status
 from node.store import Store
+from policy import crypto
 from policy.errors import GamlError, NotFound
 from tests.node.daemon_util import KEY_HEX, ROOT, UNLOCK
 
@@ -76,9 +79,12 @@ class Peer:
     def status(self) -> dict[str, Any] | None:
         """What the running daemon reports of replication (``HOME/run/replication.json``), or None before it has."""
         try:
-            return dict(json.loads(replication_path(self.home).read_text()))
+            return read_status(replication_path(self.home), self.keychain())
         except FileNotFoundError:
             return None
+
+    def keychain(self) -> FileKeychain:
+        return FileKeychain.open(self.home / "keychain.json", UNLOCK, crypto.SystemEntropy())
 
     @contextlib.contextmanager
     def opened(self) -> Iterator[Node]:

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,32 @@ def test_no_principal_name_is_in_the_clear_under_the_home(
     assert [r["principal"] for r in certs.list_issued(home.path, kc)] == ["alice", "principal-zebulon"]
     revocations = certs.Revocations(home.path, kc)
     assert revocations.is_revoked("1234", "principal-zebulon") and not revocations.is_revoked("1234", "alice")
+
+
+def test_the_replication_status_file_names_no_boundary_or_tenant(
+    home: Home, capsys: pytest.CaptureFixture[str], key_env: None
+) -> None:
+    """A daemon in a subnet writes run/replication.json sealed: no file under the home holds the subnet's name or its
+    tenant's, and `gaml peers --json` still names both."""
+    code, _, err = run_cli(
+        capsys, "--home", str(home.path), "subnet", "create", "subnet-quagga", "--tenant", "tenant-yak"
+    )
+    assert code == 0, err
+    status = home.path / "run" / "replication.json"
+    with thread_daemon(home, listen=False):
+        deadline = time.monotonic() + 60
+        while not status.exists():  # the replicator writes it once its host listens
+            assert time.monotonic() < deadline, "no replication status was written"
+            time.sleep(0.05)
+        for path in home.path.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                for name in (b"subnet-quagga", b"tenant-yak"):
+                    assert name not in data, (path, name)
+        code, out, err = run_cli(capsys, "--home", str(home.path), "peers", "--json")
+    assert code == 0, err
+    (boundary,) = json.loads(out)["boundaries"]
+    assert boundary["name"] == "subnet-quagga" and "tenant-yak" in json.dumps(boundary)
 
 
 def test_rocksdb_info_logs_stay_bounded_over_many_opens(tmp_path: Path) -> None:
