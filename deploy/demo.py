@@ -169,16 +169,12 @@ def mtls_act(home: Path, certs_dir: Path, address: str) -> None:
             print(f"  {h['score']:.4f} {h['asset']['privacy_scope']:<14} owner={h['asset']['owner_id']:<6} {text[:70]}")
     ca_pem = (certs_dir / "ca.crt").read_bytes()
     banner(f"a client without a certificate dials {address}")
-    import grpc
-
-    channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=ca_pem))
-    try:
-        Client(channel, timeout_s=10).status()
-        sys.exit("demo: a client without a certificate was served")
-    except Exception as e:
-        print(f"refused: {type(e).__name__}: {str(e)[:120]}")
-    finally:
-        channel.close()
+    with Client.mtls(address, b"", b"", ca_pem, timeout_s=10) as c:  # no key, no certificate
+        try:
+            c.status()
+            sys.exit("demo: a client without a certificate was served")
+        except Exception as e:
+            print(f"refused: {type(e).__name__}: {str(e)[:160]}")
 
 
 PLAN = "alice renews her passport on 14 March; the appointment code is QX-7731"

@@ -151,8 +151,9 @@ class Client:
 
     @classmethod
     def mtls(cls, address: str, key_pem: bytes, cert_pem: bytes, ca_pem: bytes, **kw: Any) -> Client:
-        """Over TCP with mutual TLS: you are the principal your certificate names."""
-        creds = grpc.ssl_channel_credentials(root_certificates=ca_pem, private_key=key_pem, certificate_chain=cert_pem)
+        """Over TCP with mutual TLS: you are the principal your certificate names (empty key and certificate: none is
+        presented, and the node refuses the handshake)."""
+        creds = grpc.ssl_channel_credentials(ca_pem, key_pem or None, cert_pem or None)
         return cls(grpc.secure_channel(address, creds, options=_OPTIONS), tcp=address, **kw)
 
     def close(self) -> None:
