@@ -221,6 +221,11 @@ class _Planned:
     chars: int = 0  # the text's length before it was bounded to what an item can hold (0: it was not)
 
 
+def _encoded(value: Any) -> int:
+    """Bytes of a JSON value's canonical encoding."""
+    return len(canonical_encode(value))
+
+
 def _digest(records: Iterable[tuple[int, str]]) -> str:
     h = hashlib.blake2b(digest_size=16, person=b"gaml-watermark-1")
     for pos, text in records:
@@ -591,22 +596,30 @@ class Ingestor:
             entities=tuple(e for e in entities if e),
             tags=tuple(sorted(tags)),
         )
-        return self._fit(asset)
+        return self.fit(asset)
 
-    def _fit(self, asset: Asset) -> tuple[Asset, list[tuple[str, int, int]]]:
+    def fit(self, asset: Asset) -> tuple[Asset, list[tuple[str, int, int]]]:
         """``asset`` with its longest payload strings clipped (head and tail) until the payload fits the store's
         limit, and the cuts made as ``(field, chars before, chars after)``: a record too large to store must not fail
-        its source's ingestion. The verbatim record stays behind the source pointer."""
+        its source's ingestion (nor a rung its curation). The verbatim record stays behind the source pointer."""
         cuts: list[tuple[str, int, int]] = []
         while (over := asset.payload_size() - self.store.max_payload_bytes) > 0:
             strings = {k: v for k, v in asset.payload.items() if isinstance(v, str) and v}
+            lists = {k: v for k, v in asset.payload.items() if isinstance(v, tuple) and v}
+            if lists and (not strings or _encoded(max(lists.values(), key=_encoded)) > over + FIT_MARGIN_CHARS * 4):
+                # A list (a rung's entities, tags, decisions) holds most of the weight: its tail goes first.
+                field = max(lists, key=lambda k: _encoded(lists[k]))
+                kept = lists[field][: len(lists[field]) // 2]
+                asset = asset.replace(payload={**asset.payload, field: kept})
+                cuts.append((field, len(lists[field]), len(kept)))
+                continue
             if not strings:
                 raise InvalidInput(f"item {asset.id}: its payload is over the limit with no text left to clip")
             field = max(strings, key=lambda k: (len(strings[k]), k == "text"))
             value = strings[field]
             # Characters kept in proportion to the bytes that must go (a character takes 1 to 6 bytes in the JSON);
             # a cut that keeps denser characters than the average is cut again.
-            size = len(canonical_encode(value))
+            size = _encoded(value)
             limit = min(len(value) - 1, len(value) * max(0, size - over - FIT_MARGIN_CHARS) // size)
             asset = asset.replace(payload={**asset.payload, field: extract.head_tail(value, max(0, limit))})
             cuts.append((field, len(value), len(asset.payload[field])))
@@ -706,7 +719,7 @@ class Ingestor:
                 contradicts=contradicts,
                 **fields,
             )
-            facts.append(self._fit(fact)[0])  # its text is a sentence of the item's: it fits when the item does
+            facts.append(self.fit(fact)[0])  # its text is a sentence of the item's: it fits when the item does
             if not contradicts:
                 current[slot] = fact
         # Edits of facts written in this same batch fold into the new fact itself.

@@ -51,6 +51,7 @@ class CurationReport:
     written: int = 0  # rungs whose write changed something
     removed: int = 0  # rungs no longer produced (tombstoned)
     frozen: int = 0
+    clipped: int = 0  # rungs whose text was clipped (head and tail kept) to fit the payload limit
 
     def to_json(self) -> dict[str, int]:
         return dataclasses.asdict(self)
@@ -150,6 +151,8 @@ class Ladder:
         for rung in rungs:
             asset = self._rung_asset(source_id, rung, [by_id[i] for i in rung.sources])
             if asset is not None:
+                asset, cuts = self.ingestor.fit(asset)  # a rung too large to store must not fail its source
+                report.clipped += bool(cuts)
                 assets[rung.key] = asset
         old: dict[str, str] = state["rungs"]
         new = {key: a.id for key, a in assets.items()}

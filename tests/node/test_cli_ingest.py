@@ -471,7 +471,15 @@ def test_no_curate_then_curate(home: Path, tmp_path: Path, capsys: pytest.Captur
     assert done["sources"] == 2 and done["items"] == 5 and done["rungs"] > 0 and done["written"] == done["rungs"]
     assert not any(row["curation_pending"] for row in sources(capsys, home).values())
     seq = journal_seq(capsys, home)
-    assert ok(capsys, home, "curate") == {"sources": 0, "items": 0, "rungs": 0, "written": 0, "removed": 0, "frozen": 0}
+    assert ok(capsys, home, "curate") == {
+        "sources": 0,
+        "items": 0,
+        "rungs": 0,
+        "written": 0,
+        "removed": 0,
+        "frozen": 0,
+        "clipped": 0,
+    }
     again = ok(capsys, home, "curate", "--source", "locomo:conv-t:session_1")
     assert again["sources"] == 1 and again["written"] == 0  # curating again changes nothing
     assert journal_seq(capsys, home) == seq

@@ -31,6 +31,7 @@ from node.tiers import DEPTH, US_PER_DAY, TierPolicy, is_critical, retired, tier
 from policy import crypto
 from policy.access import Principal, at_least_as_restrictive
 from policy.errors import Deleted, InvalidInput, NotFound
+from policy.keychain import NODE_IDENTITY_REF
 from policy.model import Asset, AssetType, Heat, Level, PrivacyScope, Retention, Tier, TrustClass, item_id
 from policy.partitions import partition_of
 from tests.node.conftest import NOW, World, memory_world, rocks_world
@@ -820,3 +821,25 @@ def test_retirement_freezes_the_rungs_of_retired_items() -> None:
     assert derived_from_item(store, item_id(sid, 3)) == []
     again = arc_rungs(rungs, item_id(sid, 2))
     assert set(again) == set(LEVELS) and all(r.derived_from == (item_id(sid, 2),) for r in again.values())
+
+
+@pytest.mark.parametrize("limit", [500, 800])
+def test_a_rung_too_large_for_the_payload_limit_is_clipped_not_a_failed_curation(limit: int) -> None:
+    """Review finding 4: on a store whose payload limit is small for its items' rungs, each rung that would not fit is
+    cut (its text head and tail, or the tail of its longest list) and counted; the source is curated and no longer
+    pending, instead of failing every later curation."""
+    w = memory_world()
+    identity = crypto.SigningKey(w.keychain.get(NODE_IDENTITY_REF))
+    store = Store.open(w.make_kv(), w.blobs, w.keychain, identity, w.factory, w.entropy, max_payload_bytes=limit)
+    node = Node(store, HashEmbedder(64))
+    ing = Ingestor(node, Rules.load_default())
+    lad = Ladder(node, ing)
+    names = ["Postgres", "billing", "Kafka", "Redis", "Lisbon", "marathon", "invoice", "export"]
+    words = [f"{w}{j}" for j, w in enumerate(names * 8)]
+    turns = [(role, " ".join(words[i:] + words[:i]), at) for i, (role, _, at) in enumerate(db_turns())]
+    (source,) = ingest(Layers(node, ing, lad), transcript("s-fit", turns), "fit.jsonl")
+    report = lad.curate(NOW)
+    assert report.sources == 1 and report.rungs > 0 and report.clipped > 0
+    assert source not in lad.pending()
+    rungs = [a for a in live_assets(node.store) if RUNG_TAG in a.tags]
+    assert rungs and all(a.payload_size() <= limit for a in rungs)
