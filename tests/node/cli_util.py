@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +26,21 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = 
         sys.stdin = old
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def cli_home(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    path: Path,
+    principals: Sequence[Sequence[str]] = (),
+    key_hex: str = "ab" * 32,
+) -> Path:
+    """A new home at ``path`` (hash embedder, the unattended key in the environment) with ``principals`` registered,
+    each as the arguments of `gaml principal add`."""
+    monkeypatch.setenv("GAML_KEYCHAIN_KEY", key_hex)
+    monkeypatch.delenv("GAML_PASSPHRASE", raising=False)
+    assert run_cli(capsys, "--home", str(path), "init", "--embedder", "hash")[0] == 0
+    for argv in principals:
+        code, _, err = run_cli(capsys, "--home", str(path), "principal", "add", *argv)
+        assert code == 0, err
+    return path

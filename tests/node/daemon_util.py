@@ -171,3 +171,22 @@ def store_digest(home: Path) -> str:
         return h.hexdigest()
     finally:
         kv.close()
+
+
+def gaml_process(
+    home: Path, *argv: str, stdin: str | None = None, timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``gaml --home HOME ARGV`` in a child process (the unattended key in its environment), its result whatever the
+    exit code."""
+    env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
+    env.pop("GAML_PASSPHRASE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "node.cli", "--home", str(home), *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=timeout_s,
+        check=False,
+    )

@@ -46,11 +46,11 @@ from policy.access import PolicyError, UnknownPrincipal
 from policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound
 from proto.gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
-    KEY_HEX,
     LOCAL,
     ROOT,
     UNLOCK,
     Home,
+    gaml_process,
     make_home,
     mtls_client,
     process_daemon,
@@ -786,18 +786,7 @@ def test_malformed_request_bytes_are_invalid_argument(node: Served, transport: s
 
 
 def _gaml(home: Home, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
-    env.pop("GAML_PASSPHRASE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli", "--home", str(home.path), *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+    return gaml_process(home.path, *argv, stdin=stdin, timeout_s=120)
 
 
 def test_the_cli_goes_through_a_running_daemon() -> None:

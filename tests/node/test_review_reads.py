@@ -24,7 +24,7 @@ import pytest
 from node.client import Client
 from policy.access import PolicyError
 from policy.errors import NotFound
-from tests.node.cli_util import run_cli
+from tests.node.cli_util import cli_home, run_cli
 from tests.node.daemon_util import Home, make_home, mtls_client, remove_home, thread_daemon, unix_client
 
 MISSING = "0" * 32
@@ -33,13 +33,8 @@ MISSING_GRANT = "0" * 24
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Path:
-    monkeypatch.setenv("GAML_KEYCHAIN_KEY", "ab" * 32)
-    monkeypatch.delenv("GAML_PASSPHRASE", raising=False)
-    h = tmp_path / "home"
-    assert run_cli(capsys, "--home", str(h), "init", "--embedder", "hash")[0] == 0
-    for argv in (["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]):
-        assert run_cli(capsys, "--home", str(h), "principal", "add", *argv)[0] == 0
-    return h
+    people = [["alice", "--tenant", "acme"], ["bob", "--tenant", "globex"], ["carol"]]
+    return cli_home(capsys, monkeypatch, tmp_path / "home", people)
 
 
 def put(capsys: pytest.CaptureFixture[str], home: Path, draft: dict[str, object], *extra: str) -> str:

@@ -14,18 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.node.cli_util import run_cli
+from tests.node.cli_util import cli_home, run_cli
 from tests.node.daemon_util import store_digest
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Path:
-    monkeypatch.setenv("GAML_KEYCHAIN_KEY", "cd" * 32)
-    monkeypatch.delenv("GAML_PASSPHRASE", raising=False)
-    h = tmp_path / "home"
-    assert run_cli(capsys, "--home", str(h), "init", "--embedder", "hash")[0] == 0
-    assert run_cli(capsys, "--home", str(h), "principal", "add", "alice", "--tenant", "acme")[0] == 0
-    return h
+    return cli_home(capsys, monkeypatch, tmp_path / "home", [["alice", "--tenant", "acme"]])
 
 
 def fact(text: str, **kw: object) -> dict[str, object]:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,9 +27,8 @@ from node.service import TooLarge
 from policy.errors import InvalidAsset, StoreError
 from proto.gaml.v1 import memory_pb2
 from tests.node.daemon_util import (
-    KEY_HEX,
-    ROOT,
     UNLOCK,
+    gaml_process,
     make_home,
     mtls_client,
     remove_home,
@@ -65,18 +62,7 @@ def depth_of(value: Any) -> int:
 
 def gaml(home: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """`gaml --home HOME …` in a child process (a traceback, an exit code and stderr are what a user sees)."""
-    env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
-    env.pop("GAML_PASSPHRASE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "node.cli", "--home", str(home), *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-    )
+    return gaml_process(home, *argv, stdin=stdin)
 
 
 @pytest.fixture(scope="module")
