@@ -24,7 +24,8 @@ def sane(m: dict[str, Any], calls: int, items_per_call: int) -> None:
     assert 0 < m["ms"]["p50"] <= m["ms"]["p99"]
     assert m["ms"]["p99"] <= max(m["lat_ms"]) + 1e-9
     if "clients" not in m:  # sequential calls: the wall time covers every call
-        assert m["wall_s"] * 1000 >= sum(m["lat_ms"]) - 1e-6
+        # lat_ms is recorded to 4 decimals: each value may be rounded up by half of the last one.
+        assert m["wall_s"] * 1000 >= sum(m["lat_ms"]) - 0.5e-4 * len(m["lat_ms"]) - 1e-9
 
 
 def test_grpc_bench_smoke(tmp_path: Path) -> None:
