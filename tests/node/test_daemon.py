@@ -725,15 +725,21 @@ def test_a_principal_over_its_rate_limit_is_resource_exhausted_with_a_retry_dela
 
 
 def test_a_call_past_its_deadline_is_deadline_exceeded_and_atomic(node: Served) -> None:
-    """A put with a 1 µs deadline fails DEADLINE_EXCEEDED (the client raises DeadlineExceeded), and its batch either
-    fully happened or did not happen at all: never one of its two assets without the other."""
+    """A put with a 1 µs deadline fails DEADLINE_EXCEEDED (the client raises DeadlineExceeded) — unless it was
+    answered first: gRPC checks deadlines on its own timer, and a call it completes before that timer fires succeeds
+    (even a 0 s deadline does, measured: 149 of 200 Status calls on a loaded machine) — and its batch either fully
+    happened or did not happen at all: never one of its two assets without the other. (A deadline that passes while
+    the call waits is tested deterministically below.)"""
     token = "quagga7341"
     batch = [fact(f"{token} first of a batch"), fact(f"{token} second of a batch")]
     with node.connect("unix") as c:
-        with pytest.raises(DeadlineExceeded):
+        with contextlib.suppress(DeadlineExceeded):
             c.put(batch, timeout_s=0.000001)
         wire = memory_pb2.PutRequest(assets=[wire_fact(f"{token} raw first"), wire_fact(f"{token} raw second")])
-        assert failure(c.stub.Put, wire, timeout=0.000001).code is grpc.StatusCode.DEADLINE_EXCEEDED
+        try:
+            c.stub.Put(wire, timeout=0.000001)
+        except grpc.RpcError as e:
+            assert isinstance(e, grpc.Call) and e.code() is grpc.StatusCode.DEADLINE_EXCEEDED, e
         found = {h["asset"]["payload"]["text"] for h in c.search(token, k=10, mode=3)}
     for pair in ({d["payload"]["text"] for d in batch}, {f"{token} raw first", f"{token} raw second"}):
         assert pair <= found or not (pair & found), found
