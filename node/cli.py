@@ -386,7 +386,7 @@ def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) 
     if not rows:
         print(f"(nothing that {who} may {args.purpose.value} matches)")
     for h in rows:
-        text = whose(h["owner"], who) + h["text"]
+        text = whose(h["owner"], who) + " ".join(h["text"].split())  # one line: no text passes for another row
         text = text if len(text) <= 90 else text[:89] + "…"
         print(f"{h['score']:6.4f} {h['path']:<7} {h['id']}  {h['type']:<11} {h['partition']:<30} {text}")
 

@@ -716,8 +716,8 @@ class Hydrator:
             views = self.store._live[u.pid].views
             for d in sorted(views.derivatives.get(u.key, ())):
                 w = views.views.get(d)
-                if w is None or w.derived_from != (u.key,) or d not in allowed:
-                    continue
+                if w is None or w.derived_from != (u.key,) or d not in allowed or w.owner_id != u.view.owner_id:
+                    continue  # another principal's "summary" of an item never speaks for it
                 if w.asset_type is AssetType.FACT:
                     facts_of.setdefault(u.key, []).append(d)
                 elif w.asset_type is AssetType.BRIDGE_BLOCK and w.level is Level.L1:
@@ -808,7 +808,7 @@ class Hydrator:
 
     def _line(self, handle: str, level: int, text: str, asset_id: str, covers: tuple[str, ...]) -> _Rep:
         tag = handle if level == 0 else f"{handle}~{LEVEL_NAMES[level]}"
-        line = envelope.neutralize(f"{tag} {_one_line(text) if level else text}")
+        line = envelope.neutralize(f"{tag} {_one_line(text) if level else _indented(text)}")
         return _Rep(asset_id, line, self.count(line), covers)
 
     # -- fitting ---------------------------------------------------------------------------------------------------
@@ -1005,6 +1005,12 @@ def _speaker(asset: Asset) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _indented(text: str) -> str:
+    """A verbatim text whose every line but the first is indented: no line it holds can pass for a line of the frame
+    (a handle's line, a source header, another principal's unlabelled words)."""
+    return "\n  ".join(text.splitlines())
 
 
 def _content_words(text: str) -> frozenset[str]:

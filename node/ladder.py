@@ -253,7 +253,12 @@ class Ladder:
         if asset.source is not None and asset.level is Level.L0:
             sources.add(asset.source.source_id)
             pos = asset.payload.get("position")
-            position = pos if isinstance(pos, int) else -1
+            # Only an item the source really holds (its id is the source's item id there) forgets a position of it.
+            if isinstance(pos, int) and asset.id == item_id(asset.source.source_id, pos):
+                position = pos
+        # Only sources ingested for the asset's owner and tenant are touched: an asset naming another's source (its
+        # pointer or a payload "session" is the writer's to choose) must not mark, relabel or recompile it.
+        sources = {sid for sid in sources if self._owned(sid, asset)}
         intent: dict[str, Any] = {
             "id": asset.id,
             "at": now,
@@ -261,7 +266,7 @@ class Ladder:
             "reason": reason,
             "derived": [d.id for d in derived],
             "sources": sorted(sources),
-            "source": asset.source.source_id if asset.source is not None and asset.level is Level.L0 else "",
+            "source": asset.source.source_id if asset.source is not None and asset.source.source_id in sources else "",
             "position": position,
             "goal": asset.goal if asset.payload.get("kind") == "goal" else "",
             # Facts that a fact going with it had closed: they hold their slot again unless something else closed them.
@@ -278,6 +283,10 @@ class Ladder:
                 entries[self.store.meta_name(WATERMARK, sid)] = json.dumps(wm).encode()
         self.store.write_meta(entries)
         return intent
+
+    def _owned(self, source_id: str, asset: Asset) -> bool:
+        wm = self.ingestor.watermark(source_id)
+        return wm is not None and (wm.get("owner"), wm.get("tenant", "")) == (asset.owner_id, asset.tenant_scope)
 
     def _erase(self, intent: dict[str, Any], *, purge: bool = True) -> ErasureReceipt:
         id_, now = intent["id"], int(intent["at"])
@@ -328,7 +337,8 @@ class Ladder:
         edits = []
         for old_id, at in closed:
             old = self.store.get_many([old_id])[0]
-            if old is not None and old.valid_to == at and not self.store.superseded.get(old_id):
+            by = self.store.get_many(sorted(self.store.superseded.get(old_id, ())))
+            if old is not None and old.valid_to == at and not any(b and b.owner_id == old.owner_id for b in by):
                 edits.append(old.replace(valid_to=0, signature=b""))
         if edits:
             self.node.put(edits, now)
@@ -450,7 +460,9 @@ class Ladder:
         for a, (_, level) in zip(assets, reads, strict=True):
             if a is not None:
                 heat = visit(a.heat, level, now, self.policy)
-                changes.append((a.id, tier_of(a.replace(heat=heat), now, self.policy), heat))
+                # evolve, not replace: a stored asset is not validated again (one stored before a limit existed
+                # must not fail the frame that read it)
+                changes.append((a.id, tier_of(a.evolve(heat=heat), now, self.policy), heat))
         self.store.update_local(changes)
 
 

@@ -600,7 +600,7 @@ class Store:
                 raise NotFound(f"no asset {id_}")
             if old.tombstone or (old.tier is tier and old.heat == heat):
                 continue
-            new = old.replace(tier=tier, heat=heat)
+            new = old.evolve(tier=tier, heat=heat)  # a stored record is not validated again: its local state changes
             live = self._live[self.pid_of(partition_of(old))]
             ops.append(Put("assets", sid, self._seal_record(new, live)))
         if ops:

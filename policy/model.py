@@ -691,6 +691,8 @@ _EVOLVABLE: Final[dict[str, type]] = {
     "version": int,
     "created_at": int,
     "updated_at": int,
+    "heat": Heat,  # local, unsigned: the tiers' access counters …
+    "tier": Tier,  # … and the tier they give
 }
 
 

@@ -96,8 +96,8 @@ def test_an_asset_stored_deeper_than_the_limit_before_it_existed_breaks_no_searc
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A public asset nested 60 deep, stored as the node stored it before the limit: every principal's Search keeps
-    answering (it is left out of the hits, which a gRPC message cannot carry), its Get says why and what to do, and
-    it can be forgotten."""
+    answering (it is left out of the hits, which a gRPC message cannot carry), Hydrate too (its frame may show it),
+    its Get says why and what to do, and it can be forgotten."""
     from node.home import open_node
     from policy import model
 
@@ -112,6 +112,8 @@ def test_an_asset_stored_deeper_than_the_limit_before_it_existed_breaks_no_searc
         with thread_daemon(home) as daemon, unix_client(home) as alice, mtls_client(home, daemon, "bob") as bob:
             for c in (alice, bob):
                 assert [h["id"] for h in c.search("zebra crossing at depth", k=10)] == [shallow]
+                frame = c.hydrate("zebra crossing at depth", 2000)  # a frame may hold it (it is text there)
+                assert deep in {f["id"] for f in frame["receipt"]["facts"]}
             with pytest.raises(StoreError, match="nests deeper than a gRPC message carries"):
                 alice.get(deep)
             assert alice.forget(deep)["id"] == deep
