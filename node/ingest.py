@@ -280,19 +280,29 @@ class Ingestor:
         Item ids derive from the source alone, so a source belongs to the owner (and tenant) that first ingested it:
         naming another raises :class:`InvalidInput` before anything is written.
         """
-        owned = (opts.owner, opts.tenant)
-        ids = [s.source_id for s in sources]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise InvalidInput(f"two inputs are the same source {twice[0]!r}; ingest each session once")
-        for source in sources:
-            wm = self.watermark(source.source_id)
-            if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != owned:
-                raise InvalidInput(f"source {source.source_id!r} was ingested for another owner or tenant")
+        self.check([(sources, opts)])
         report = Report()
         for source in sources:
             self._ingest_source(source, opts, now, report, progress)
         return report
+
+    def check(self, batches: Sequence[tuple[Sequence[Source], IngestOptions]]) -> None:
+        """Raise :class:`InvalidInput` unless every batch of one call may be ingested, before anything of any is
+        written: no source twice in the call, and none ingested before for another owner or tenant."""
+        ids = [s.source_id for sources, _ in batches for s in sources]
+        seen: set[str] = set()
+        for i in ids:
+            if i in seen:
+                raise InvalidInput(f"two inputs are the same source {i!r}; ingest each session once")
+            seen.add(i)
+        for sources, opts in batches:
+            for source in sources:
+                wm = self.watermark(source.source_id)
+                if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != (
+                    opts.owner,
+                    opts.tenant,
+                ):
+                    raise InvalidInput(f"source {source.source_id!r} was ingested for another owner or tenant")
 
     def _ingest_source(
         self,

@@ -243,6 +243,7 @@ class MemoryService:
             for f in files
         ]
         self.node.authorize_writes(caller, [o.target() for o in options])
+        self.ingestor.check([(sources, opts) for (_, sources), opts in zip(parsed, options, strict=True)])
         for (_, sources), opts in zip(parsed, options, strict=True):
             report = self.ingestor.ingest(sources, opts, now).to_json()
             for k, v in report.items():

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from node.service import IngestFile
+from policy.errors import InvalidInput
 from tests.node.cli_util import cli_home, run_cli
 from tests.node.daemon_util import store_digest
+from tests.node.service_util import dump, service_node
 
 
 @pytest.fixture
@@ -88,3 +91,27 @@ def test_a_source_left_pending_by_the_rung_bug_is_finished_by_maintain(
     assert json.loads(out)["curation"]["sources"] == 1 and json.loads(out)["curation"]["rungs"] > 0
     code, out, err = run_cli(capsys, "--home", str(home), "curate")
     assert code == 0 and json.loads(out)["sources"] == 0, err
+
+
+def test_a_service_ingest_is_checked_whole_before_its_first_file_is_written() -> None:
+    """Through the service (gRPC Ingest, and `gaml ingest` with a daemon): a call whose second file is refused (its
+    session was ingested for another owner), and a call of two files of one session, write nothing at all."""
+    node, service = service_node()
+    alice, bob = (node.governance.principal(n) for n in ("alice", "bob"))
+
+    def session(sid: str, text: str) -> bytes:
+        return json.dumps({"sessionId": sid, "role": "user", "content": text}).encode() + b"\n"
+
+    service.ingest(
+        alice, [IngestFile("alice.jsonl", session("S-alice", "alice's own session"), format="transcript")], 1
+    )
+    before = dump(node)
+    mine = IngestFile("bob.jsonl", session("S-bob", "bob's session"), format="transcript")
+    theirs = IngestFile("copy.jsonl", session("S-alice", "a copy of alice's session"), format="transcript")
+    with pytest.raises(InvalidInput, match="ingested for another owner"):
+        service.ingest(bob, [mine, theirs], 2)
+    assert dump(node) == before
+    again = IngestFile("bob2.jsonl", session("S-bob", "bob's session, again"), format="transcript")
+    with pytest.raises(InvalidInput, match="the same source 'transcript:S-bob'"):
+        service.ingest(bob, [mine, again], 3)
+    assert dump(node) == before
