@@ -366,7 +366,8 @@ class Hydrator:
 
     def _receipt_id(self, req: HydrationRequest, auth: Authorized) -> str:
         """Derived from the node, its journal position, what the caller may use (a grant changes it without a write
-        to the journal), the embedder and the request: the same state and request, the same id."""
+        to the journal), the embedder and the request: the same state and request, the same id. Keyed with the node's
+        keys: the id goes into every owner's log, and an owner must not be able to test guesses of the goal on it."""
         usable = hashlib.blake2b(digest_size=16)
         for id_ in sorted(set().union(*auth.keep.values()) if auth.keep else ()):
             usable.update(id_.encode() + b"\n")
@@ -388,7 +389,7 @@ class Hydrator:
                 "counter": self.counter.name,
             }
         )
-        return "r_" + hashlib.blake2b(body.encode(), digest_size=10).hexdigest()
+        return "r_" + self.store.mac(b"receipt", body.encode())[:10].hex()
 
     def _plane(self, req: HydrationRequest, overhead: int) -> tuple[Segment, ...]:
         room = req.budget - overhead

@@ -444,6 +444,11 @@ class Store:
             raise StoreCorrupt(f"asset {idb.hex()}: the record holds another id")
         return asset
 
+    def mac(self, code: bytes, data: bytes) -> bytes:
+        """A keyed hash of ``data`` for the purpose ``code`` (uncached; :meth:`blind` caches lookups): an identifier
+        that nobody without this node's keys can recompute from a guess of what it digests."""
+        return crypto.keyed_hash(self._blind_key, code + b"\x00" + data)
+
     def blind(self, code: bytes, value: str) -> bytes:
         key = code + b"\x00" + value.encode()
         blind = self._blind_cache.get(key)

@@ -194,3 +194,34 @@ def test_an_owners_access_log_never_holds_the_readers_goal(served: tuple[Home, o
         assert "goal" not in theirs and "budget" not in theirs and "doctor" not in json.dumps(theirs)
         (mine,) = [e for e in a.access_log() if e["kind"] == "hydrate"]
         assert mine["goal"] == goal and mine["receipt"] == theirs["receipt"] == h["receipt"]["receipt"]
+
+
+def test_a_receipt_id_cannot_be_recomputed_from_a_guessed_goal() -> None:
+    """The receipt id that goes into every owner's log is keyed with the node's keys: the same identity, memory and
+    request under another master key give another id, so an owner holding everything but the keys cannot test a
+    guess of the reader's goal against it."""
+    from node.hydrate import HydrationRequest, Hydrator
+    from node.kv import MemoryKV
+    from node.store import Store
+    from policy import crypto as pcrypto
+    from policy.access import Permission, Principal
+    from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
+    from tests.node.conftest import memory_world, new_keychain
+
+    ids = []
+    for master in (b"\x01" * 32, b"\x02" * 32):
+        w = memory_world()
+        kc = MemoryKeychain()
+        kc.put(NODE_IDENTITY_REF, new_keychain(0).get(NODE_IDENTITY_REF))  # one identity: one node id
+        kc.put(NODE_MASTER_REF, master)
+        identity = pcrypto.SigningKey(kc.get(NODE_IDENTITY_REF))
+        store = Store.open(MemoryKV(), w.blobs, kc, identity, w.factory, pcrypto.SeededEntropy(1))
+        from node.core import Node
+        from node.embed import HashEmbedder
+
+        node = Node(store, HashEmbedder(64))
+        node.governance.add_principal(Principal("alice"))
+        node.put([{"asset_type": "fact", "owner_id": "alice", "payload": {"text": "blood test on friday"}}], 1)
+        req = HydrationRequest("my doctor results", "alice", 2, 300, (), purpose=Permission.CONTEXT)
+        ids.append(Hydrator(node).hydrate(req).receipt["receipt"])
+    assert ids[0] != ids[1] and all(i.startswith("r_") for i in ids)
