@@ -291,6 +291,29 @@ def issue_client(
     return info
 
 
+def seal_clear_lists(home: Path, keychain: Keychain) -> int:
+    """Seal the names of lists written in the clear before names were sealed (a home from an older GAML): how many
+    files were rewritten. Nothing to do without a CA."""
+    tls = tls_dir(home)
+    if not (tls / "ca.crt").exists():
+        return 0
+    done = 0
+    issued_path = tls / "issued.json"
+    if isinstance(_read_json(issued_path, None), list):
+        issued = _read_issued(issued_path, keychain)
+        sealed = seal_json(_names_key(keychain), issued, TLS_DOMAIN, issued_path)
+        _write_json(issued_path, {"format": SEALED_FORMAT, "sealed": sealed}, _PRIVATE)
+        done += 1
+    revoked_path = tls / "revoked.json"
+    doc = _read_json(revoked_path, {})
+    if isinstance(doc, dict) and doc.get("principals"):
+        serials, principals = _revoked_sets(doc, revoked_path, keychain)
+        sealed = seal_json(_names_key(keychain), sorted(principals), TLS_DOMAIN, revoked_path)
+        _write_json(revoked_path, {**doc, "serials": sorted(serials), "principals": [], "sealed": sealed}, _PUBLIC)
+        done += 1
+    return done
+
+
 def list_issued(home: Path, keychain: Keychain) -> list[dict[str, Any]]:
     """The client certificates issued so far: ``[{"principal", "serial", "not_after"}]``, oldest first."""
     return _read_issued(tls_dir(home) / "issued.json", keychain)

@@ -192,14 +192,16 @@ def _daemon(args: argparse.Namespace) -> Any:
 
 
 def _as_daemon_caller(client: Any, given: str | None) -> str:
-    """Over the socket you are your uid's principal: ``--as`` may only name that principal."""
-    me = str(client.status()["principal"])
+    """Over the socket you are your uid's principal: ``--as`` may only name that principal. Returns the user it acts
+    as (whose memory is the caller's own)."""
+    st = client.status()
+    me = str(st["principal"])
     if given and given != me:
         raise PolicyError(
             f"a daemon serves this home, and over its socket you are {me}; acting as {given} needs {given}'s own "
             "client certificate (gaml certs issue) over TCP with mutual TLS"
         )
-    return me
+    return str(st.get("user") or me)
 
 
 def _regular_file(path: Path, what: str) -> None:

@@ -170,8 +170,10 @@ class Client:
             return method(request, timeout=timeout_s or self.timeout_s)
         except grpc.RpcError as e:
             err = error_of(e)
-            bare = isinstance(e, grpc.Call) and rpc_status.from_call(e) is None  # no answer of the node's own
-            if type(err) is Unavailable and bare and self._tcp and _listens(self._tcp):
+            # No answer of the node's own, and no connection ever made (not a daemon gone mid-call, a GOAWAY, …).
+            bare = isinstance(e, grpc.Call) and rpc_status.from_call(e) is None
+            unconnected = isinstance(e, grpc.Call) and "failed to connect" in (e.details() or "")
+            if type(err) is Unavailable and bare and unconnected and self._tcp and _listens(self._tcp):
                 # The node takes TCP connections but gRPC saw the socket close: with mutual TLS that is the node
                 # ending the handshake over this client's certificate (gRPC reports only "Socket closed").
                 raise TlsRefused(

@@ -19,6 +19,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from node import certs
 from node.core import Node
 from node.curate import Curator, ExtractiveCurator
 from node.embed import Embedder, HashEmbedder
@@ -212,6 +213,7 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
         raise KeychainError("the keychain is locked: set GAML_PASSPHRASE (or GAML_KEYCHAIN_KEY for unattended nodes)")
     entropy = crypto.SystemEntropy()
     kc = FileKeychain.open(home / "keychain.json", unlock, entropy)
+    certs.seal_clear_lists(home, kc)  # a home from before names were sealed: no name stays in the clear
     identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
     emb = embedder or make_embedder(cfg["embedder"])
     kv = RocksKV(home / "db", create=False)

@@ -129,6 +129,24 @@ def test_no_principal_name_is_in_the_clear_under_the_home(
     assert revocations.is_revoked("1234", "principal-zebulon") and not revocations.is_revoked("1234", "alice")
 
 
+def test_lists_an_older_gaml_wrote_in_the_clear_are_sealed_when_the_home_is_opened(
+    home: Home, capsys: pytest.CaptureFixture[str], key_env: None
+) -> None:
+    """A home whose tls/issued.json and tls/revoked.json name principals in the clear (as b424be6 wrote them) is
+    sealed at its next open: afterwards no file names them, and `certs list` and revocation still do."""
+    tls = home.path / "tls"
+    kc = FileKeychain.open(home.path / "keychain.json", UNLOCK, crypto.SystemEntropy())
+    issued = certs.list_issued(home.path, kc)
+    (tls / "issued.json").write_text(json.dumps(issued))  # the old format: a list in the clear
+    (tls / "revoked.json").write_text(json.dumps({"serials": [], "principals": ["principal-zebulon"], "updated_s": 1}))
+    assert run_cli(capsys, "--home", str(home.path), "stats")[0] == 0  # any command that opens the node
+    for name in ("issued.json", "revoked.json"):
+        data = (tls / name).read_bytes()
+        assert b"alice" not in data and b"principal-zebulon" not in data, name
+    assert [r["principal"] for r in certs.list_issued(home.path, kc)] == [r["principal"] for r in issued]
+    assert certs.Revocations(home.path, kc).is_revoked("1234", "principal-zebulon")
+
+
 def test_the_replication_status_file_names_no_boundary_or_tenant(
     home: Home, capsys: pytest.CaptureFixture[str], key_env: None
 ) -> None:
