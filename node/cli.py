@@ -15,6 +15,7 @@ import getpass
 import json
 import math
 import os
+import re
 import stat
 import sys
 import time
@@ -265,6 +266,13 @@ def cmd_put(args: argparse.Namespace) -> None:
             for obj in objs:
                 if args.owner and "owner_id" not in obj and "ownerId" not in obj:
                     obj["owner_id"] = args.owner
+            if len(objs) > args.batch:  # several calls: all are checked before the first writes
+                for i in range(0, len(objs), args.batch):
+                    chunk = objs[i : i + args.batch]
+                    try:
+                        client.put(chunk, check_only=True)
+                    except (PolicyError, InvalidAsset, InvalidInput) as e:  # about an asset: name it in the input
+                        raise type(e)(_renumbered(str(e), i, len(chunk))) from None
             with _progress(len(objs), "put") as bar:
                 _put_batches(client.put, objs, args.batch, bar)
         return
@@ -282,6 +290,14 @@ def cmd_put(args: argparse.Namespace) -> None:
         _authorize_put(node, built, args.as_)
         with _progress(len(built), "put") as bar:
             _put_batches(lambda chunk: node.put(chunk, now), built, args.batch, bar)
+
+
+def _renumbered(message: str, offset: int, size: int) -> str:
+    """A batch's error with its "asset #N" counted in the whole input (the batch of ``size`` began at ``offset``; the
+    error of a batch of one names no asset)."""
+    if size == 1 and not re.match(r"asset #\d+", message):
+        message = f"asset #1: {message}"
+    return re.sub(r"asset #(\d+)", lambda m: f"asset #{int(m.group(1)) + offset}", message, count=1)
 
 
 def _authorize_put(node: Node, assets: Sequence[Asset], as_: str | None) -> None:

@@ -197,10 +197,13 @@ class Client:
         except grpc.FutureTimeoutError:
             raise Unavailable(f"the node did not answer within {timeout_s:g} s") from None
 
-    def put(self, drafts: Sequence[Mapping[str, Any] | asset_pb2.Asset], **kw: Any) -> list[str]:
-        """Store drafts (JSON-like dicts as `gaml put` reads them, or wire assets); returns their ids."""
+    def put(
+        self, drafts: Sequence[Mapping[str, Any] | asset_pb2.Asset], *, check_only: bool = False, **kw: Any
+    ) -> list[str]:
+        """Store drafts (JSON-like dicts as `gaml put` reads them, or wire assets); returns their ids. ``check_only``:
+        validate and authorize them as a put would, write nothing (the ids they would get)."""
         assets = [d if isinstance(d, asset_pb2.Asset) else draft_pb_from_json(d) for d in drafts]
-        r = self._call(self.stub.Put, memory_pb2.PutRequest(assets=assets), **kw)
+        r = self._call(self.stub.Put, memory_pb2.PutRequest(assets=assets, check_only=check_only), **kw)
         return list(r.ids)
 
     def get(self, id_: str, *, purpose: str = "", location: str = "", **kw: Any) -> dict[str, Any]:

@@ -205,9 +205,12 @@ class MemoryService:
 
     # -- writes -----------------------------------------------------------------------------------------------------
 
-    def put(self, caller: Principal, drafts: Sequence[Mapping[str, Any]], now: int) -> list[str]:
+    def put(
+        self, caller: Principal, drafts: Sequence[Mapping[str, Any]], now: int, *, check_only: bool = False
+    ) -> list[str]:
         """Store drafts of the caller's user's memory (the owner by default), as one atomic batch, each write
-        authorized first (:meth:`Node.authorize_writes`): a refusal writes nothing."""
+        authorized first (:meth:`Node.authorize_writes`): a refusal writes nothing. ``check_only``: build and
+        authorize them, write nothing, and return the ids they would get."""
         if not drafts:
             raise InvalidInput("a put needs at least one asset")
         built = []
@@ -218,6 +221,9 @@ class MemoryService:
                 built.append(self.node.build(fields, now))
             except GamlError as e:
                 raise type(e)(f"asset #{i + 1}: {e}") from None
+        if check_only:
+            self.node.authorize_writes(caller, built)
+            return [a.id for a in built]
         return self.node.put(built, now, by=caller)
 
     def ingest(

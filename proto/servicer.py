@@ -261,7 +261,9 @@ class MemoryServicer:
     async def Put(self, req: memory_pb2.PutRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.PutResponse:
         _check(req)
         drafts = [draft_from_pb(a) for a in req.assets]
-        ids = await self.rt.call(ctx, "Put", lambda c, now: self.svc.put(c, drafts, now), size=req.ByteSize())
+        ids = await self.rt.call(
+            ctx, "Put", lambda c, now: self.svc.put(c, drafts, now, check_only=req.check_only), size=req.ByteSize()
+        )
         return memory_pb2.PutResponse(ids=ids)
 
     async def Get(self, req: memory_pb2.GetRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.GetResponse:

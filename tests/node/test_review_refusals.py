@@ -17,7 +17,7 @@ import pytest
 from node.service import IngestFile
 from policy.errors import InvalidInput
 from tests.node.cli_util import cli_home, run_cli
-from tests.node.daemon_util import store_digest
+from tests.node.daemon_util import gaml_process, make_home, remove_home, store_digest, thread_daemon, unix_client
 from tests.node.service_util import dump, service_node
 
 
@@ -115,3 +115,20 @@ def test_a_service_ingest_is_checked_whole_before_its_first_file_is_written() ->
     with pytest.raises(InvalidInput, match="the same source 'transcript:S-bob'"):
         service.ingest(bob, [mine, again], 3)
     assert dump(node) == before
+
+
+def test_a_put_through_the_daemon_in_several_calls_is_checked_whole_first() -> None:
+    """`gaml put --batch 1` of three assets through a running daemon, the third refused (a tenant its owner is not a
+    member of): every batch is checked (PutRequest.check_only) before the first is written, so nothing is stored,
+    and the error counts the asset in the whole input."""
+    home = make_home(("alice",))
+    try:
+        with thread_daemon(home, listen=False), unix_client(home) as c:
+            before = c.status()["assets"]
+            drafts = [fact("one"), fact("two"), fact("three", tenant_scope="globex", privacy_scope="tenant_private")]
+            r = gaml_process(home.path, "put", "--batch", "1", stdin="\n".join(json.dumps(d) for d in drafts))
+            assert (r.returncode, r.stdout) == (2, ""), r.stderr
+            assert "asset #3" in r.stderr and "not a member of tenant 'globex'" in r.stderr
+            assert c.status()["assets"] == before
+    finally:
+        remove_home(home)

@@ -118,10 +118,12 @@ class IngestResponse(_message.Message):
     def __init__(self, files: _Optional[int] = ..., records: _Optional[int] = ..., skipped: _Optional[int] = ..., items: _Optional[int] = ..., facts: _Optional[int] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class PutRequest(_message.Message):
-    __slots__ = ("assets",)
+    __slots__ = ("assets", "check_only")
     ASSETS_FIELD_NUMBER: _ClassVar[int]
+    CHECK_ONLY_FIELD_NUMBER: _ClassVar[int]
     assets: _containers.RepeatedCompositeFieldContainer[_asset_pb2.Asset]
-    def __init__(self, assets: _Optional[_Iterable[_Union[_asset_pb2.Asset, _Mapping]]] = ...) -> None: ...
+    check_only: bool
+    def __init__(self, assets: _Optional[_Iterable[_Union[_asset_pb2.Asset, _Mapping]]] = ..., check_only: _Optional[bool] = ...) -> None: ...
 
 class PutResponse(_message.Message):
     __slots__ = ("ids",)
