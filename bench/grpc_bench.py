@@ -59,13 +59,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import grpc
-from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench.retrieve_bench import code_version
 from bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
 from node import certs
-from node.client import Client, _ints
+from node.client import Client, _struct_json
 from node.daemon import MAX_UNIX_PATH
 from node.file_keychain import FileKeychain, Unlock
 from node.files import write_atomic
@@ -400,7 +399,7 @@ def codec(hydrations: Sequence[Any], drafts: Sequence[dict[str, Any]]) -> dict[s
         ).SerializeToString()
         t1 = pc()
         got = memory_pb2.HydrateResponse.FromString(wire)
-        _ints(json_format.MessageToDict(got.receipt))
+        _struct_json(got.receipt)
         t2 = pc()
         enc.append(1000 * (t1 - t0))
         dec.append(1000 * (t2 - t1))

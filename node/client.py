@@ -17,7 +17,6 @@ from the status's ``google.rpc.ErrorInfo``), so callers handle a remote node as 
 
 from __future__ import annotations
 
-import contextlib
 import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,8 @@ from typing import Any, Final, TypeVar
 
 import grpc
 from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.protobuf.struct_pb2 import Struct
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -43,7 +44,8 @@ from policy.errors import (
     StoreCorrupt,
     StoreError,
 )
-from proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json
+from policy.model import freeze_json, thaw_json
+from proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
 from proto.gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
 
 T = TypeVar("T")
@@ -187,8 +189,7 @@ class Client:
 
     def status(self, **kw: Any) -> dict[str, Any]:
         r = self._call(self.stub.Status, memory_pb2.StatusRequest(), **kw)
-        d = json_format.MessageToDict(r, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
-        return dict(_ints(d))
+        return _message_json(r)
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the node answers (gRPC's connection backoff, no polling loop here)."""
@@ -229,7 +230,7 @@ class Client:
                 "score": h.score,
                 "path": h.path,
                 "partition": h.partition,
-                "explain": _ints(json_format.MessageToDict(h.explain)),
+                "explain": _struct_json(h.explain),
                 "asset": asset_to_json(asset_from_pb(h.asset)),
             }
             for h in r.hits
@@ -243,7 +244,7 @@ class Client:
         timeout = fields.pop("timeout_s", None)
         req = memory_pb2.HydrateRequest(goal=goal, budget=budget, intent=_intent(purpose, location), **fields)
         r = self._call(self.stub.Hydrate, req, timeout)
-        return {"frame": r.frame, "receipt": _ints(json_format.MessageToDict(r.receipt))}
+        return {"frame": r.frame, "receipt": _struct_json(r.receipt)}
 
     def ingest(
         self,
@@ -285,7 +286,7 @@ class Client:
                     yield memory_pb2.IngestRequest(chunk=data[i : i + CHUNK])
 
         r = self._call(self.stub.Ingest, requests(), timeout_s)
-        return _ints(json_format.MessageToDict(r.report))
+        return dict(_struct_json(r.report))
 
     def grant(self, grantee: str, max_level: str, **fields: Any) -> dict[str, Any]:
         timeout = fields.pop("timeout_s", None)
@@ -305,7 +306,7 @@ class Client:
 
     def access_log(self, limit: int = 0, **kw: Any) -> list[dict[str, Any]]:
         r = self._call(self.stub.AccessLog, memory_pb2.AccessLogRequest(limit=limit), **kw)
-        return [_ints(json_format.MessageToDict(rec.entry)) for rec in r.records]
+        return [_struct_json(rec.entry) for rec in r.records]
 
 
 _OPTIONS: Final = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
@@ -343,23 +344,23 @@ def _intent(purpose: Any, location: Any) -> memory_pb2.Intent:
 
 
 def _grant(g: memory_pb2.Grant) -> dict[str, Any]:
-    d = json_format.MessageToDict(g, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    d = _message_json(g)
     d["max_level"] = asset_pb2.Level.Name(g.max_level).removeprefix("LEVEL_").lower()
-    return _ints(d)
+    return d
 
 
-def _ints(x: Any) -> Any:
-    """JSON from a Struct (every number a double, int64 as strings): whole numbers back to ints."""
-    if isinstance(x, dict):
-        return {k: _ints(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_ints(v) for v in x]
-    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
-        return int(x)
-    if isinstance(x, str) and x.lstrip("-").isdigit() and len(x) < 20:
-        with contextlib.suppress(ValueError):
-            return int(x)
-    return x
+def _message_json(msg: Message) -> dict[str, Any]:
+    """A message as JSON, its 64-bit integers as ints (the JSON mapping writes them as strings) and every string as
+    it is (a principal named "1000" stays a string)."""
+    d = json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    int64s_as_ints(d, msg.DESCRIPTOR)
+    return d
+
+
+def _struct_json(s: Struct) -> Any:
+    """A Struct as JSON with its whole numbers as ints (a Struct carries every number as a double); strings — a goal
+    "2024" — stay strings."""
+    return thaw_json(freeze_json(json_format.MessageToDict(s), "the node's answer", max_depth=None))
 
 
 __all__ = ["Client", "TlsRefused", "error_of", "plane_to_pb"]

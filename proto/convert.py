@@ -250,7 +250,7 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
     return draft
 
 
-def _ints_for_int64(d: dict[str, Any], descriptor: Any) -> None:
+def int64s_as_ints(d: dict[str, Any], descriptor: Any) -> None:
     """Turn the proto JSON mapping's 64-bit integer strings back into ints, in place (recursing into messages)."""
     for fd in descriptor.fields:
         if fd.name not in d:
@@ -258,7 +258,7 @@ def _ints_for_int64(d: dict[str, Any], descriptor: Any) -> None:
         if fd.type in _INT64_TYPES:
             d[fd.name] = int(d[fd.name])
         elif fd.message_type is not None and fd.message_type.full_name.startswith("gaml."):
-            _ints_for_int64(d[fd.name], fd.message_type)
+            int64s_as_ints(d[fd.name], fd.message_type)
 
 
 def asset_to_json(asset: Asset) -> dict[str, Any]:
@@ -273,7 +273,7 @@ def asset_to_json(asset: Asset) -> dict[str, Any]:
     out = json_format.MessageToDict(
         asset_to_pb(asset), preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
-    _ints_for_int64(out, _ASSET_DESCRIPTOR)
+    int64s_as_ints(out, _ASSET_DESCRIPTOR)
     for name in ENUM_FIELDS:
         out[name] = getattr(asset, name).value
     out["payload"] = thaw_json(asset.payload)

@@ -795,6 +795,25 @@ def _gaml(home: Home, *argv: str, stdin: str | None = None) -> subprocess.Comple
     return gaml_process(home.path, *argv, stdin=stdin, timeout_s=120)
 
 
+def test_strings_of_digits_come_back_through_the_daemon_as_strings() -> None:
+    """A goal "2024" comes back in the receipt and the access log as the string "2024", and a principal named "1000"
+    as "1000" (the client turned every digit-only string of an answer into an int); whole numbers stay ints."""
+    home = make_home(("alice", "1000"))
+    try:
+        with thread_daemon(home) as d, unix_client(home) as a, mtls_client(home, d, "1000") as other:
+            a.put([fact("the 2024 budget review is on friday")])
+            r = _gaml(home, "hydrate", "--goal", "2024", "--budget", "300", "--json")
+            assert r.returncode == 0, r.stderr
+            receipt = json.loads(r.stdout)["receipt"]
+            assert receipt["goal"] == "2024" and isinstance(receipt["budget"]["total"], int)
+            (entry,) = [e for e in a.access_log() if e["kind"] == "hydrate"]
+            assert entry["goal"] == "2024" and entry["budget"]["total"] == 300
+            assert other.status()["principal"] == "1000"
+            assert isinstance(a.status()["assets"], int)
+    finally:
+        remove_home(home)
+
+
 def test_the_cli_goes_through_a_running_daemon() -> None:
     """With a daemon serving the home, `gaml stats/put/search/hydrate/access-log/ingest` run through it as its local
     principal; `--as` another principal is refused (exit 2) and a command that needs the store says the daemon holds
