@@ -430,7 +430,3 @@ def _reach(p: Principal, grants: Sequence[Grant]) -> tuple[set[str], set[str]]:
 def _timeless(v: View) -> View:
     """A view without retention: retention is applied per asset, separately from the group's decision."""
     return dataclasses.replace(v, retention_policy=Retention())
-
-
-def _filter(views: dict[str, Any], keep: Callable[[View], bool]) -> dict[str, View]:
-    return {i: v for i, v in views.items() if keep(v)}

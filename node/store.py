@@ -55,7 +55,7 @@ from policy.errors import (
     WrongKey,
 )
 from policy.keychain import NODE_MASTER_REF, Keychain
-from policy.model import EDGE_FIELDS, ID_RE, Asset, AssetType, Heat, PrivacyScope, Tier, canonical_json
+from policy.model import EDGE_FIELDS, ID_RE, Asset, Heat, PrivacyScope, Tier, canonical_json
 from policy.partitions import PartitionRef, partition_of
 
 SCHEMA_VERSION: Final = 2
@@ -998,9 +998,4 @@ class Store:
         self.kv.close()
 
 
-def count_types(store: Store) -> dict[str, int]:
-    """Live assets per type (through the blind type index)."""
-    return {t.value: len(store.list_ids("type", t.value)) for t in AssetType}
-
-
-__all__ = ["Hit", "Partition", "PrivacyScope", "Store", "StoreStats", "count_types"]
+__all__ = ["Hit", "Partition", "PrivacyScope", "Store", "StoreStats"]

@@ -199,9 +199,6 @@ class SimNetwork:
             self._seq += 1
             heapq.heappush(self._queue, (at, self._seq, src, dst, incarnation, frame))
 
-    def in_flight(self) -> int:
-        return len(self._queue)
-
     def _route(self, src: str, effects: list[Effect]) -> None:
         for dst, frame in effects:
             self.send(src, dst, frame)

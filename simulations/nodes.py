@@ -6,7 +6,6 @@ from node.blobs import MemoryBlobs
 from node.core import Node
 from node.embed import HashEmbedder
 from node.kv import MemoryKV
-from node.replica import Replica
 from node.store import Store
 from node.vectors import ExactFactory
 from policy import crypto
@@ -24,8 +23,4 @@ def make_node(seed: int, *, dim: int = 32) -> Node:
     return Node(store, HashEmbedder(dim))
 
 
-def make_replica(seed: int, *, dim: int = 32) -> Replica:
-    return Replica(make_node(seed, dim=dim))
-
-
-__all__ = ["make_node", "make_replica"]
+__all__ = ["make_node"]
