@@ -52,7 +52,7 @@ from node.core import Node, display_text, whose
 from node.retrieve import Authorized, Relevance, SearchRequest
 from node.tokens import HeuristicCounter, TokenCounter
 from node.views import View
-from policy.access import Location, Permission, PolicyError
+from policy.access import Location, Permission
 from policy.errors import InvalidInput
 from policy.model import Asset, AssetType, Level, canonical_json
 
@@ -168,9 +168,9 @@ class HydrationRequest:
         if not isinstance(self.budget, int) or isinstance(self.budget, bool) or not 0 < self.budget <= MAX_BUDGET:
             raise InvalidInput(f"budget must be an integer in [1, {MAX_BUDGET}], got {self.budget!r}")
         if not isinstance(self.purpose, Permission):
-            raise PolicyError("a hydration states its purpose (context, read, …)")
+            raise InvalidInput("a hydration states its purpose (context, read, …)")
         if not isinstance(self.location, Location):
-            raise PolicyError("a hydration states where it executes")
+            raise InvalidInput("a hydration states where it executes")
         if self.mode not in MODES:
             raise InvalidInput(f"mode is one of {', '.join(MODES)}, not {self.mode!r}")
         if len(self.plane) > MAX_SEGMENTS:

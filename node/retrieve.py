@@ -37,8 +37,8 @@ from node.embed import Embedder
 from node.governance import Governance
 from node.store import Store
 from node.views import PartitionViews, View
-from policy.access import Grant, Location, Permission, PolicyError, Principal, decide
-from policy.errors import GamlError
+from policy.access import Grant, Location, Permission, Principal, decide
+from policy.errors import GamlError, InvalidInput
 from policy.model import Asset, AssetType, Level, Retention, TrustClass
 
 RRF_K: Final = 60
@@ -73,20 +73,20 @@ class SearchRequest:
 
     def __post_init__(self) -> None:
         if not isinstance(self.purpose, Permission):
-            raise PolicyError("a read states its purpose (read, context, memorize, replicate, export or train)")
+            raise InvalidInput("a read states its purpose (read, context, memorize, replicate, export or train)")
         if not isinstance(self.location, Location):
-            raise PolicyError("a read states where it executes")
+            raise InvalidInput("a read states where it executes")
         if self.mode not in MODES:
-            raise PolicyError(f"mode is one of {', '.join(MODES)}, not {self.mode!r}")
+            raise InvalidInput(f"mode is one of {', '.join(MODES)}, not {self.mode!r}")
         if self.k <= 0 or self.k > 1000:
-            raise PolicyError(f"k must be between 1 and 1000, got {self.k}")
+            raise InvalidInput(f"k must be between 1 and 1000, got {self.k}")
         if self.created_to and self.created_to < self.created_from:
-            raise PolicyError("created_to is before created_from")
+            raise InvalidInput("created_to is before created_from")
         for name in ("min_provenance", "min_confidence"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise PolicyError(f"{name} must be in [0, 1]")
+                raise InvalidInput(f"{name} must be in [0, 1]")
         if self.recency_half_life_s < 0 or self.trust_boost < 0 or self.per_segment_cap < 0:
-            raise PolicyError("boosts and caps are not negative")
+            raise InvalidInput("boosts and caps are not negative")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

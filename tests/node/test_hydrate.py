@@ -21,7 +21,7 @@ from node.ingest import IngestOptions, Ingestor
 from node.ladder import Ladder
 from node.privacy import Rules
 from node.tokens import HeuristicCounter
-from policy.access import Grant, Permission, PolicyError, Principal, UnknownPrincipal
+from policy.access import Grant, Permission, Principal, UnknownPrincipal
 from policy.errors import GamlError, InvalidInput
 from policy.model import Level
 from tests.node.conftest import NOW, World, memory_world, rocks_world
@@ -408,7 +408,7 @@ def test_superseded_and_contradicted_facts_are_resolved_before_rendering(mem_nod
         ({"plane": (Segment("a", 300), Segment("b", 300))}, InvalidInput),  # more than the total
         ({"plane": (Segment("a"), Segment("a"))}, InvalidInput),
         ({"plane": (Segment("a"), Segment("b"))}, InvalidInput),  # two remainders
-        ({"purpose": "context"}, PolicyError),
+        ({"purpose": "context"}, InvalidInput),
     ],
 )
 def test_bad_requests_are_refused_and_change_nothing(mem_node: Node, kw: dict[str, object], error: type) -> None:

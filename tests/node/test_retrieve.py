@@ -14,6 +14,7 @@ from node.core import Node
 from node.embed import HashEmbedder
 from node.retrieve import SearchRequest
 from policy.access import Grant, Location, Permission, PolicyError, Principal, UnknownPrincipal
+from policy.errors import InvalidInput
 from policy.model import Asset, AssetType, Level, Retention
 from tests.node.conftest import NOW, memory_world
 from tests.policy.test_access import oracle
@@ -249,11 +250,11 @@ def test_results_explain_themselves() -> None:
     ("kwargs", "error"),
     [
         ({"principal": "mallory"}, UnknownPrincipal),
-        ({"purpose": "read"}, PolicyError),  # a string, not a Permission: the purpose must be stated as one
-        ({"mode": "psychic"}, PolicyError),
-        ({"k": 0}, PolicyError),
-        ({"created_from": 10, "created_to": 5}, PolicyError),
-        ({"min_provenance": 2.0}, PolicyError),
+        ({"purpose": "read"}, InvalidInput),  # a string, not a Permission: the purpose must be stated as one
+        ({"mode": "psychic"}, InvalidInput),
+        ({"k": 0}, InvalidInput),
+        ({"created_from": 10, "created_to": 5}, InvalidInput),
+        ({"min_provenance": 2.0}, InvalidInput),
     ],
 )
 def test_bad_requests_are_refused_and_read_nothing(kwargs: dict[str, Any], error: type[Exception]) -> None:
