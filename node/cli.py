@@ -37,8 +37,7 @@ from node.home import (
     open_node,
     read_config,
 )
-from node.hydrate import MODES as HYDRATION_MODES
-from node.hydrate import HydrationRequest, Hydrator, Segment, parse_plane
+from node.hydrate import HYDRATION_MODES, HydrationRequest, Hydrator, Segment, parse_plane
 from node.ingest import IngestOptions, Ingestor
 from node.ladder import Ladder
 from node.parsers import FORMATS, detect, parse, unterminated_last_line

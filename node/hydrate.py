@@ -56,7 +56,7 @@ from policy.access import Location, Permission
 from policy.errors import InvalidInput
 from policy.model import Asset, AssetType, Level, canonical_json
 
-MODES: Final = ("auto", "hybrid", "semantic", "lexical", "recency")
+HYDRATION_MODES: Final = ("auto", "hybrid", "semantic", "lexical", "recency")
 SEEDED_BY: Final = ("relevance", "goal_match", "entity_expansion", "arc_neighbour", "recency")
 LEVEL_NAMES: Final = ("L0", "L1", "L2", "L3")
 # What a unit is worth at each level, relative to its verbatim text (times its score).
@@ -171,8 +171,8 @@ class HydrationRequest:
             raise InvalidInput("a hydration states its purpose (context, read, …)")
         if not isinstance(self.location, Location):
             raise InvalidInput("a hydration states where it executes")
-        if self.mode not in MODES:
-            raise InvalidInput(f"mode is one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.mode not in HYDRATION_MODES:
+            raise InvalidInput(f"mode is one of {', '.join(HYDRATION_MODES)}, not {self.mode!r}")
         if len(self.plane) > MAX_SEGMENTS:
             raise InvalidInput(f"a plane has at most {MAX_SEGMENTS} segments")
         names = [s.name for s in self.plane]
@@ -1052,7 +1052,7 @@ def _terms(v: View, text: str, speaker: str, k: int) -> list[str]:
 
 
 __all__ = [
-    "MODES",
+    "HYDRATION_MODES",
     "SEEDED_BY",
     "Hydration",
     "HydrationRequest",

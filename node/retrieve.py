@@ -44,7 +44,7 @@ from policy.model import Asset, AssetType, Level, Retention, TrustClass
 RRF_K: Final = 60
 STAGES: Final = ("identity", "partitions", "policy", "trust", "prefilter", "temporal", "relevance", "governor")
 TRUST_RANK: Final = {TrustClass.UNVERIFIED: 0, TrustClass.LOWER_TRUST: 1, TrustClass.HIGHER_TRUST: 2}
-MODES: Final = ("hybrid", "dense", "lexical")
+SEARCH_MODES: Final = ("hybrid", "dense", "lexical")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,8 +76,8 @@ class SearchRequest:
             raise InvalidInput("a read states its purpose (read, context, memorize, replicate, export or train)")
         if not isinstance(self.location, Location):
             raise InvalidInput("a read states where it executes")
-        if self.mode not in MODES:
-            raise InvalidInput(f"mode is one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.mode not in SEARCH_MODES:
+            raise InvalidInput(f"mode is one of {', '.join(SEARCH_MODES)}, not {self.mode!r}")
         if self.k <= 0 or self.k > 1000:
             raise InvalidInput(f"k must be between 1 and 1000, got {self.k}")
         if self.created_to and self.created_to < self.created_from:
