@@ -248,8 +248,9 @@ def cmd_put(args: argparse.Namespace) -> None:
         text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InvalidAsset(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    parsed = list(_read_drafts(text, origin))  # read once: checked here, sent as they are through a daemon
     drafts = []
-    for where, obj in _read_drafts(text, origin):
+    for where, obj in parsed:
         try:
             fields = draft_from_json(obj)
             if args.owner and "owner_id" not in fields:
@@ -261,7 +262,7 @@ def cmd_put(args: argparse.Namespace) -> None:
     if client is not None:
         with client:
             _as_daemon_caller(client, args.as_)
-            objs = [obj for _, obj in _read_drafts(text, origin)]
+            objs = [obj for _, obj in parsed]
             for obj in objs:
                 if args.owner and "owner_id" not in obj and "ownerId" not in obj:
                     obj["owner_id"] = args.owner
