@@ -3,7 +3,7 @@
 A sans-I/O state machine (h11's shape): the transport tells it that a peer connected, sent a frame, or went away,
 and calls :meth:`Sync.tick` now and then; each call returns the frames to send as ``(peer, frame)`` pairs. It reads
 no clock (``now`` is a parameter, in the caller's unit: milliseconds in the shells), draws nonces only from the
-:class:`~policy.crypto.Entropy` it is given, and reaches the node only through the :class:`Replica` protocol below.
+:class:`~policy.crypto.Entropy` it is given, and reaches the node only through the :class:`ObjectStore` protocol below.
 
 One session per connected peer::
 
@@ -63,7 +63,7 @@ class SyncError(GamlError):
     """The engine was misconfigured, or the replica broke its contract (e.g. a log that does not advance)."""
 
 
-class Replica(Protocol):
+class ObjectStore(Protocol):
     """What the engine needs from a node (node/replica.py; in-memory fakes in the tests)."""
 
     node_id: str
@@ -206,7 +206,7 @@ class Sync:
 
     def __init__(
         self,
-        replica: Replica,
+        replica: ObjectStore,
         entropy: Entropy,
         *,
         batch: int = 256,

@@ -1,7 +1,7 @@
 """A node's side of replication: its boundaries, its objects, and the way between objects and the store.
 
 The sync engine (:mod:`crdt.sync`) moves opaque objects between authorized peers; this module is what it talks to
-(the ``crdt.sync.Replica`` protocol), and it is pure: time comes in as ``now``, randomness from the store's entropy.
+(the ``crdt.sync.ObjectStore`` protocol), and it is pure: time comes in as ``now``, randomness from the store's entropy.
 
 - **Boundaries.** A node holds, per boundary it belongs to, the newest roster it has seen (the admin-signed member
   list, :mod:`crdt.membership`) and, as a member, the group key of every epoch it was given (in the keychain, under
@@ -113,7 +113,7 @@ class _Txn:
 
 
 class Replica:
-    """The replication state of one node; implements ``crdt.sync.Replica`` for the sync engine."""
+    """The replication state of one node; implements ``crdt.sync.ObjectStore`` for the sync engine."""
 
     def __init__(self, node: Node, *, erase: Callable[[str, int], object] | None = None) -> None:
         self.node = node
@@ -366,7 +366,7 @@ class Replica:
             )
         return out
 
-    # -- crdt.sync.Replica --------------------------------------------------------------------------------------------
+    # -- crdt.sync.ObjectStore -----------------------------------------------------------------------------------------
 
     def boundary_ids(self) -> list[bytes]:
         return sorted(bid for bid, b in self._bounds.items() if b.roster.role(self.node_id) is not None)

@@ -50,8 +50,8 @@ def oid(obj: bytes) -> bytes:
     return hashlib.sha256(obj).digest()
 
 
-class MemoryReplica:
-    """The Replica protocol over dicts: objects are ``bid | payload``, rosters JSON member sets with a version."""
+class MemoryObjectStore:
+    """The ObjectStore protocol over dicts: objects are ``bid | payload``, rosters JSON member sets with a version."""
 
     def __init__(self, node_id: str, authorities: dict[bytes, Authority]) -> None:
         self.node_id = node_id
@@ -163,13 +163,13 @@ class Cluster:
     def __init__(self, net: SimNetwork, *, batch: int = 256, max_send_bytes: int = 1 << 20) -> None:
         self.net = net
         self.authorities = {X: Authority(X), Y: Authority(Y)}
-        self.replicas: dict[str, MemoryReplica] = {}
+        self.replicas: dict[str, MemoryObjectStore] = {}
         self.nodes: dict[str, Recorder] = {}
         self.batch, self.max_send_bytes = batch, max_send_bytes
 
     def add(self, *names: str) -> None:
         for name in names:
-            replica = MemoryReplica(name, self.authorities)
+            replica = MemoryObjectStore(name, self.authorities)
             seed = int.from_bytes(hashlib.sha256(f"{self.net.seed}/{name}".encode()).digest()[:8], "big")
             sync = Sync(
                 replica, SeededEntropy(seed), batch=self.batch, max_send_bytes=self.max_send_bytes, retry_after=RETRY
@@ -493,12 +493,12 @@ def test_objects_nobody_asked_for_are_dropped() -> None:
 
 def test_misconfiguration_and_a_broken_replica_are_typed_errors() -> None:
     """Bad batch, max_send_bytes or retry_after, and a log that does not advance, raise SyncError."""
-    replica = MemoryReplica("a", {})
+    replica = MemoryObjectStore("a", {})
     for kwargs in ({"batch": 0}, {"batch": wire.MAX_IDS + 1}, {"max_send_bytes": 100}, {"retry_after": 0}):
         with pytest.raises(SyncError):
             Sync(replica, SeededEntropy(0), **kwargs)
 
-    class Stuck(MemoryReplica):
+    class Stuck(MemoryObjectStore):
         def log_after(self, bid: bytes, cursor: int, limit: int) -> tuple[list[bytes], int]:
             return [b"\x00" * 32], cursor
 
