@@ -289,19 +289,15 @@ class Ingestor:
     def check(self, batches: Sequence[tuple[Sequence[Source], IngestOptions]]) -> None:
         """Raise :class:`InvalidInput` unless every batch of one call may be ingested, before anything of any is
         written: no source twice in the call, and none ingested before for another owner or tenant."""
-        ids = [s.source_id for sources, _ in batches for s in sources]
         seen: set[str] = set()
-        for i in ids:
-            if i in seen:
-                raise InvalidInput(f"two inputs are the same source {i!r}; ingest each session once")
-            seen.add(i)
         for sources, opts in batches:
+            owned = (opts.owner, opts.tenant)
             for source in sources:
+                if source.source_id in seen:
+                    raise InvalidInput(f"two inputs are the same source {source.source_id!r}; ingest each session once")
+                seen.add(source.source_id)
                 wm = self.watermark(source.source_id)
-                if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != (
-                    opts.owner,
-                    opts.tenant,
-                ):
+                if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != owned:
                     raise InvalidInput(f"source {source.source_id!r} was ingested for another owner or tenant")
 
     def _ingest_source(
@@ -615,13 +611,14 @@ class Ingestor:
         cuts: list[tuple[str, int, int]] = []
         while (over := asset.payload_size() - self.store.max_payload_bytes) > 0:
             strings = {k: v for k, v in asset.payload.items() if isinstance(v, str) and v}
-            lists = {k: v for k, v in asset.payload.items() if isinstance(v, tuple) and v}
-            if lists and (not strings or _encoded(max(lists.values(), key=_encoded)) > over + FIT_MARGIN_CHARS * 4):
+            lists = {k: _encoded(v) for k, v in asset.payload.items() if isinstance(v, tuple) and v}
+            heaviest = max(lists, key=lists.__getitem__, default="")
+            if heaviest and (not strings or lists[heaviest] > over + FIT_MARGIN_CHARS * 4):
                 # A list (a rung's entities, tags, decisions) holds most of the weight: its tail goes first.
-                field = max(lists, key=lambda k: _encoded(lists[k]))
-                kept = lists[field][: len(lists[field]) // 2]
+                field, whole = heaviest, asset.payload[heaviest]
+                kept = whole[: len(whole) // 2]
                 asset = asset.replace(payload={**asset.payload, field: kept})
-                cuts.append((field, len(lists[field]), len(kept)))
+                cuts.append((field, len(whole), len(kept)))
                 continue
             if not strings:
                 raise InvalidInput(f"item {asset.id}: its payload is over the limit with no text left to clip")
