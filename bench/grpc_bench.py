@@ -3,7 +3,7 @@ in-process, on one node home of N assets.
 
 ::
 
-    .venv/bin/python -m bench.grpc_bench [--n 100000] [--seed 0] [--out bench/results] [--embedder hash|minilm]
+    .venv/bin/python -m gaml.bench.grpc_bench [--n 100000] [--seed 0] [--out bench/results] [--embedder hash|minilm]
                                          [--transport unix|mtls|both] [--puts 500] [--batches 10] [--batch-size 100]
                                          [--clients 4] [--goals 200] [--warmup 20] [--budget 2000]
 
@@ -61,19 +61,19 @@ from typing import IO, Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.retrieve_bench import code_version
-from bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
-from node import certs
-from node.client import Client, _struct_json
-from node.daemon import MAX_UNIX_PATH
-from node.file_keychain import FileKeychain, Unlock
-from node.files import write_atomic
-from node.home import init_home, make_counter, memory_layers, open_node, read_config
-from node.service import MemoryService
-from policy import crypto
-from proto.convert import draft_pb_from_json
-from proto.gaml.v1 import memory_pb2
-from proto.servicer import _struct, draft_from_pb
+from gaml.bench.retrieve_bench import code_version
+from gaml.bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
+from gaml.node.core.service import MemoryService
+from gaml.node.home import init_home, make_counter, memory_layers, open_node, read_config
+from gaml.node.serve.client import Client, _struct_json
+from gaml.node.serve.daemon import MAX_UNIX_PATH
+from gaml.node.serve.servicer import _struct, draft_from_pb
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.node.shells.files import write_atomic
+from gaml.policy import crypto
+from gaml.proto.convert import draft_pb_from_json
+from gaml.proto.gaml.v1 import memory_pb2
 
 ROOT = Path(__file__).resolve().parents[1]
 PRINCIPAL = "alice"
@@ -249,7 +249,7 @@ class Daemon:
 def daemon(home: Home, listen: bool) -> Iterator[Daemon]:
     env = {**os.environ, "GAML_KEYCHAIN_KEY": home.key_hex, "PYTHONPATH": str(ROOT)}
     env.pop("GAML_PASSPHRASE", None)
-    cmd = [sys.executable, "-m", "node.cli", "--home", str(home.path), "run", "--principal", PRINCIPAL]
+    cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home.path), "run", "--principal", PRINCIPAL]
     if listen:
         cmd += ["--listen", "127.0.0.1:0"]
     t0 = time.perf_counter()
@@ -550,7 +550,7 @@ class CallPlan:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.grpc_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.grpc_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=100_000, help="assets in the home")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("bench/results"))

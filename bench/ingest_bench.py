@@ -3,8 +3,8 @@ raw limits of its own dependencies on the same texts, in one run.
 
 ::
 
-    .venv/bin/python -m bench.ingest_bench [--data ../shared/data/locomo/locomo-dev.json] [--embedder hash|minilm|both]
-                                           [--repeat 3] [--repeat-minilm N] [--out bench/results] [--seed 0]
+    .venv/bin/python -m gaml.bench.ingest_bench [--data ../shared/data/locomo/locomo-dev.json]
+        [--embedder hash|minilm|both] [--repeat 3] [--repeat-minilm N] [--out bench/results] [--seed 0]
 
 For each embedder, ``--repeat`` runs (medians reported), each in a fresh node home wired like ``node.home``
 (RocksKV + FileBlobs + FileKeychain unlocked by a raw key + ``AdaptiveFactory(HnswFactory())``, opened by
@@ -55,20 +55,30 @@ from typing import Any
 import numpy as np
 from rocksdict import Rdict, WriteBatch, WriteOptions
 
-from bench.retrieve_bench import code_version
-from bench.store_bench import T0_MICROS, Secrets, close_raw, fs_type, log, machine, make_embedder, open_home, open_raw
-from node import curate as curation
-from node import extract
-from node.core import Node
-from node.curate import ExtractiveCurator
-from node.embed import Embedder
-from node.ingest import IngestOptions, Ingestor
-from node.ladder import Ladder
-from node.parsers import parse
-from node.privacy import Rules
-from node.records import Source
-from node.tiers import TierPolicy
-from policy.model import item_id
+from gaml.bench.retrieve_bench import code_version
+from gaml.bench.store_bench import (
+    T0_MICROS,
+    Secrets,
+    close_raw,
+    fs_type,
+    log,
+    machine,
+    make_embedder,
+    open_home,
+    open_raw,
+)
+from gaml.node.core.embed import Embedder
+from gaml.node.core.memory import curate as curation
+from gaml.node.core.memory.curate import ExtractiveCurator
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.memory.tiers import TierPolicy
+from gaml.node.core.node import Node
+from gaml.node.core.text import extract
+from gaml.node.core.text.parsers import parse
+from gaml.node.core.text.privacy import Rules
+from gaml.node.core.text.records import Source
+from gaml.policy.model import item_id
 from tests.node.test_extract import PATHOLOGICAL as PATHOLOGICAL_EXTRACT
 from tests.node.test_privacy import PATHOLOGICAL as PATHOLOGICAL_PRIVACY
 
@@ -388,7 +398,7 @@ def bench_pathological(runs: int) -> list[dict[str, Any]]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.ingest_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.ingest_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo development set (locomo-dev.json)")
     p.add_argument("--embedder", choices=("hash", "minilm", "both"), default="both")
     p.add_argument("--repeat", type=int, default=3, help="runs per embedder (medians reported)")

@@ -3,7 +3,7 @@ token budgets, on the same conversations, in one run.
 
 ::
 
-    .venv/bin/python -m bench.locomo --data ../shared/data/locomo/locomo-dev.json --budgets 500,1000,2000,4000
+    .venv/bin/python -m gaml.bench.locomo --data ../shared/data/locomo/locomo-dev.json --budgets 500,1000,2000,4000
                                      --json bench/results/locomo.json [--md OUT.md] [--png OUT.png]
                                      [--embedder minilm|hash] [--conversations N] [--questions-per-conversation N]
                                      [--methods hydration,bm25,dense,hybrid]
@@ -56,22 +56,22 @@ from typing import Any, Final
 import numpy as np
 from tqdm import tqdm
 
-from bench.ingest_bench import OWNER
-from bench.store_bench import T0_MICROS, Secrets, fs_type, log, machine, open_home, pct
-from node.core import Node
-from node.curate import ExtractiveCurator
-from node.embed import Embedder
-from node.home import make_embedder
-from node.hydrate import HydrationRequest, Hydrator
-from node.ingest import IngestOptions, Ingestor
-from node.ladder import Ladder
-from node.parsers import parse
-from node.privacy import Rules
-from node.store import Store
-from node.tiers import TierPolicy
-from node.tokens import HeuristicCounter, TokenCounter
-from policy.errors import GamlError
-from policy.model import item_id
+from gaml.bench.ingest_bench import OWNER
+from gaml.bench.store_bench import T0_MICROS, Secrets, fs_type, log, machine, open_home, pct
+from gaml.node.core.embed import Embedder
+from gaml.node.core.hydrate import HydrationRequest, Hydrator
+from gaml.node.core.memory.curate import ExtractiveCurator
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.memory.tiers import TierPolicy
+from gaml.node.core.node import Node
+from gaml.node.core.store.store import Store
+from gaml.node.core.text.parsers import parse
+from gaml.node.core.text.privacy import Rules
+from gaml.node.core.tokens import HeuristicCounter, TokenCounter
+from gaml.node.home import make_embedder
+from gaml.policy.errors import GamlError
+from gaml.policy.model import item_id
 
 CATEGORIES: Final[Mapping[int, str]] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL: Final = 5  # no answer in the conversation: left out of recall
@@ -592,7 +592,7 @@ def make_counter(name: str) -> TokenCounter:
     then; GamlError if ``bpe-openai`` is not installed)."""
     if name == "heuristic":
         return HeuristicCounter()
-    from node.bpe import BpeCounter
+    from gaml.node.shells.bpe import BpeCounter
 
     try:
         return BpeCounter(name)
@@ -619,7 +619,7 @@ def _methods(text: str) -> list[str]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.locomo", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.locomo", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument(
         "--data", type=Path, required=True, help="the LoCoMo file (e.g. ../shared/data/locomo/locomo-dev.json)"
     )

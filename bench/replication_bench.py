@@ -2,7 +2,7 @@
 
 ::
 
-    .venv/bin/python -m bench.replication_bench [--n 10000] [--seed 0] [--out bench/results] [--quick]
+    .venv/bin/python -m gaml.bench.replication_bench [--n 10000] [--seed 0] [--out bench/results] [--quick]
                                                 [--changes 200] [--edits 100] [--unpolled 100] [--poll-ms 50]
                                                 [--latency-poll-ms 2] [--rtt-rounds 500] [--timeout S] [--tmp /tmp]
 
@@ -81,17 +81,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench.retrieve_bench import code_version
-from bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
-from node.client import Client
-from node.daemon import MAX_UNIX_PATH
-from node.file_keychain import FileKeychain, Unlock
-from node.files import write_atomic
-from node.home import init_home, open_node, read_config
-from node.replica import Replica
-from node.replicator import read_status
-from policy import crypto
-from policy.errors import GamlError, NotFound
+from gaml.bench.retrieve_bench import code_version
+from gaml.bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
+from gaml.node.core.replica import Replica
+from gaml.node.home import init_home, open_node, read_config
+from gaml.node.serve.client import Client
+from gaml.node.serve.daemon import MAX_UNIX_PATH
+from gaml.node.serve.replicator import read_status
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.node.shells.files import write_atomic
+from gaml.policy import crypto
+from gaml.policy.errors import GamlError, NotFound
 
 ROOT = Path(__file__).resolve().parents[1]
 PRINCIPAL = "alice"
@@ -409,7 +409,7 @@ class Daemon:
 def daemon(home: Home, *extra: str) -> Iterator[Daemon]:
     env = {**os.environ, "GAML_KEYCHAIN_KEY": home.key.hex(), "PYTHONPATH": str(ROOT)}
     env.pop("GAML_PASSPHRASE", None)
-    cmd = [sys.executable, "-m", "node.cli", "--home", str(home.path), "run", "--principal", PRINCIPAL, *extra]
+    cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home.path), "run", "--principal", PRINCIPAL, *extra]
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
@@ -878,7 +878,7 @@ def p2p_rtt(rounds: int, size: int = 100) -> dict[str, float]:
     daemon): noise, yamux and the host's framing, without the sync engine, the core thread or trio's guest mode."""
     import trio
 
-    from crdt.p2p import P2PHost
+    from gaml.crdt.p2p import P2PHost
 
     rtt: list[float] = []
 
@@ -994,7 +994,7 @@ def verify(a: Home, b: Home, ids: Sequence[str], drafts: Sequence[dict[str, Any]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.replication_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.replication_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=None, help="assets on A before B connects (default 10,000; --quick 500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("bench/results"))

@@ -2,7 +2,7 @@
 
 ::
 
-    .venv/bin/python -m bench.resources_probe [--headers 100] [--header-mib 8] [--note-mb 50] [--embedder hash]
+    .venv/bin/python -m gaml.bench.resources_probe [--headers 100] [--header-mib 8] [--note-mb 50] [--embedder hash]
 
 1. **Ingest headers.** A daemon (``gaml run``, a child process, on a fresh home) gets one ``Ingest`` stream of
    ``--headers`` file headers of ``--header-mib`` MiB each (an ``IngestFile`` whose ``name`` fills the message). Its
@@ -30,8 +30,8 @@ from typing import Any
 
 import grpc
 
-from node.client import Client
-from proto.gaml.v1 import memory_pb2
+from gaml.node.serve.client import Client
+from gaml.proto.gaml.v1 import memory_pb2
 
 KEY_HEX = "5a" * 32
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def _env() -> dict[str, str]:
 
 
 def _gaml(home: Path, *argv: str, time_it: bool = False) -> tuple[subprocess.CompletedProcess[str], int]:
-    cmd = [sys.executable, "-m", "node.cli", "--home", str(home), *argv]
+    cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home), *argv]
     if time_it:
         cmd = ["/usr/bin/time", "-f", "%M", *cmd]
     r = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, check=False)
@@ -65,7 +65,7 @@ def probe_headers(base: Path, headers: int, header_mib: int) -> dict[str, Any]:
     r, _ = _gaml(home, "init", "--embedder", "hash")
     assert r.returncode == 0, r.stderr
     proc = subprocess.Popen(
-        [sys.executable, "-m", "node.cli", "--home", str(home), "run", "--principal", "alice"],
+        [sys.executable, "-m", "gaml.node.cli", "--home", str(home), "run", "--principal", "alice"],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

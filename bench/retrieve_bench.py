@@ -2,7 +2,7 @@
 
 ::
 
-    .venv/bin/python -m bench.retrieve_bench [--n 100000] [--queries 500] [--k 10] [--seed 0] [--out bench/results]
+    .venv/bin/python -m gaml.bench.retrieve_bench [--n 100000] [--queries 500] [--k 10] [--seed 0] [--out bench/results]
 
 Data: ``--n`` seeded synthetic assets (``HashEmbedder``, 256 dims; sentences from a seeded vocabulary, as in
 ``bench.store_bench``) spread evenly-ish (uniformly at random, seeded) over 50 partitions: 10 tenants x
@@ -60,7 +60,7 @@ import hnswlib
 import numpy as np
 from tqdm import tqdm
 
-from bench.store_bench import (
+from gaml.bench.store_bench import (
     T0_MICROS,
     TYPES,
     Corpus,
@@ -74,15 +74,15 @@ from bench.store_bench import (
     pct,
     rate,
 )
-from node.core import Node
-from node.embed import HashEmbedder
-from node.hnsw_index import HnswFactory
-from node.retrieve import Response, SearchRequest
-from node.store import Store
-from node.vectors import DEFAULT_EXACT_THRESHOLD
-from policy.access import Location, Permission, Principal
-from policy.model import Asset
-from policy.partitions import partition_of
+from gaml.node.core.access.retrieve import Response, SearchRequest
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.node import Node
+from gaml.node.core.store.store import Store
+from gaml.node.core.store.vectors import DEFAULT_EXACT_THRESHOLD
+from gaml.node.shells.hnsw_index import HnswFactory
+from gaml.policy.access import Location, Permission, Principal
+from gaml.policy.model import Asset
+from gaml.policy.partitions import partition_of
 
 N_TENANTS, N_OWNERS = 10, 20
 CALLER, CALLER_TENANTS = "u0", ("t0", "t1", "t2")
@@ -153,12 +153,12 @@ def profile_points() -> list[tuple[str, Callable[..., Any]]]:
 
     Looked up by name, so that a stage the code under test no longer has is left out rather than failing the run.
     """
-    from node import retrieve
-    from node.governance import Governance
-    from node.hnsw_index import HnswIndex
-    from node.lexical import LexicalIndex
-    from node.vectors import ExactIndex
-    from policy import access
+    from gaml.node.core.access import retrieve
+    from gaml.node.core.access.governance import Governance
+    from gaml.node.core.store.lexical import LexicalIndex
+    from gaml.node.core.store.vectors import ExactIndex
+    from gaml.node.shells.hnsw_index import HnswIndex
+    from gaml.policy import access
 
     R = retrieve.Retriever
     wanted: tuple[tuple[str, Any, str], ...] = (
@@ -232,7 +232,7 @@ CODE: dict[str, Any] = {}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.retrieve_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.retrieve_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=100_000, help="assets")
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--k", type=int, default=10)

@@ -2,7 +2,7 @@
 
 ::
 
-    .venv/bin/python -m bench.store_bench [--n 100000] [--batch 1000] [--queries 500] [--k 10]
+    .venv/bin/python -m gaml.bench.store_bench [--n 100000] [--batch 1000] [--queries 500] [--k 10]
                                           [--embedder hash|minilm] [--out bench/results] [--seed 0]
 
 Phases (all on the same seeded records):
@@ -48,20 +48,20 @@ import numpy as np
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 from tqdm import tqdm
 
-from node.blobs import MemoryBlobs
-from node.core import Node
-from node.embed import Embedder, HashEmbedder
-from node.file_keychain import FileKeychain, Unlock
-from node.files import FileBlobs
-from node.hnsw_index import HnswFactory
-from node.kv import MemoryKV
-from node.rocks_kv import RocksKV
-from node.store import Store
-from node.vectors import DEFAULT_EXACT_THRESHOLD, AdaptiveFactory
-from policy import crypto
-from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
-from policy.model import Asset
-from policy.partitions import PartitionRef, partition_of
+from gaml.node.core.embed import Embedder, HashEmbedder
+from gaml.node.core.node import Node
+from gaml.node.core.store.blobs import MemoryBlobs
+from gaml.node.core.store.kv import MemoryKV
+from gaml.node.core.store.store import Store
+from gaml.node.core.store.vectors import DEFAULT_EXACT_THRESHOLD, AdaptiveFactory
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.node.shells.files import FileBlobs
+from gaml.node.shells.hnsw_index import HnswFactory
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
+from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
+from gaml.policy.model import Asset
+from gaml.policy.partitions import PartitionRef, partition_of
 
 T0_MICROS = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z: synthetic timestamps start here
 
@@ -218,7 +218,7 @@ def pct(xs: Sequence[float], q: float) -> float:
 def make_embedder(name: str) -> Embedder:
     if name == "hash":
         return HashEmbedder(256)
-    from node.minilm import MiniLMEmbedder
+    from gaml.node.shells.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder()
 
@@ -422,7 +422,7 @@ def run_and_write(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.store_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.store_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=100_000, help="assets")
     p.add_argument("--batch", type=int, default=1000, help="assets per put_many / WriteBatch")
     p.add_argument("--queries", type=int, default=500)

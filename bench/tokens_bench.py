@@ -2,7 +2,7 @@
 
 ::
 
-    .venv/bin/python -m bench.tokens_bench [--data ../shared/data/locomo/locomo-dev.json] [--out bench/results]
+    .venv/bin/python -m gaml.bench.tokens_bench [--data ../shared/data/locomo/locomo-dev.json] [--out bench/results]
                                            [--repeat 3]
 
 For each of ``cl100k_base`` (the encoding the estimate models) and ``o200k_base``, counted exactly by
@@ -34,11 +34,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench.retrieve_bench import code_version
-from bench.store_bench import log, machine
-from node.bpe import BpeCounter
-from node.parsers import parse_locomo
-from node.tokens import HeuristicCounter, TokenCounter
+from gaml.bench.retrieve_bench import code_version
+from gaml.bench.store_bench import log, machine
+from gaml.node.core.text.parsers import parse_locomo
+from gaml.node.core.tokens import HeuristicCounter, TokenCounter
+from gaml.node.shells.bpe import BpeCounter
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -340,7 +340,7 @@ def markdown(result: dict[str, Any], header: str) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.tokens_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gaml.bench.tokens_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the LoCoMo development set (locomo-dev.json)")
     p.add_argument("--out", type=Path, default=Path("bench/results"), help="directory for tokens.json and tokens.md")
     p.add_argument("--repeat", type=int, default=3, help="throughput runs (the median is reported)")

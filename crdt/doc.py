@@ -33,8 +33,8 @@ from typing import Any, Final
 import orjson
 from automerge.core import ROOT, Document, ScalarType
 
-from policy.errors import GamlError, InvalidAsset
-from policy.model import canonical_json
+from gaml.policy.errors import GamlError, InvalidAsset
+from gaml.policy.model import canonical_json
 
 ACTOR_BYTES: Final = 16
 SCALAR: Final = "="

@@ -28,10 +28,10 @@ from typing import Any, Final
 
 import orjson
 
-from policy import crypto
-from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
-from policy.model import canonical_encode
-from policy.replication import KINDS
+from gaml.policy import crypto
+from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
+from gaml.policy.model import canonical_encode
+from gaml.policy.replication import KINDS
 
 ROLES: Final = ("member", "relay")
 MEMBER: Final = "member"

@@ -22,10 +22,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Final
 
-from crdt.membership import Boundary
-from policy import crypto
-from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
-from policy.model import ID_RE
+from gaml.crdt.membership import Boundary
+from gaml.policy import crypto
+from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
+from gaml.policy.model import ID_RE
 
 SNAPSHOT: Final = b"S"
 TOMBSTONE: Final = b"T"

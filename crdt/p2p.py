@@ -72,7 +72,7 @@ from libp2p.peer.peerinfo import PeerInfo, info_from_p2p_addr
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
-from policy.errors import GamlError
+from gaml.policy.errors import GamlError
 
 if TYPE_CHECKING:
     from trio_typing import TaskStatus  # trio-typing (a libp2p dependency) shadows trio's own annotations

@@ -44,10 +44,10 @@ import hashlib
 from collections.abc import Sequence
 from typing import Final, Protocol
 
-from crdt import wire
-from crdt.wire import Ack, BadMessage, Have, Hello, Message, Need, Roster, Send, Tags
-from policy.crypto import Entropy, keyed_hash
-from policy.errors import GamlError, StoreError
+from gaml.crdt import wire
+from gaml.crdt.wire import Ack, BadMessage, Have, Hello, Message, Need, Roster, Send, Tags
+from gaml.policy.crypto import Entropy, keyed_hash
+from gaml.policy.errors import GamlError, StoreError
 
 Effect = tuple[str, bytes]  # (peer node id, frame to send it)
 
@@ -64,7 +64,7 @@ class SyncError(GamlError):
 
 
 class ObjectStore(Protocol):
-    """What the engine needs from a node (node/replica.py; in-memory fakes in the tests)."""
+    """What the engine needs from a node (node/core/replica.py; in-memory fakes in the tests)."""
 
     node_id: str
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, Final
 
-from policy.errors import GamlError
+from gaml.policy.errors import GamlError
 
 VERSION: Final = 1
 

@@ -17,7 +17,7 @@ its gRPC API.
    note does not), the phone's edit comes back merged, the unrelated node hears no object id, and forgetting the
    plan on the laptop erases it on the phone. Finally the unrelated node's files are scanned for the plan.
 
-Run it with ``make demo`` (or ``python -m deploy.demo [--keep] [--embedder hash]``).
+Run it with ``make demo`` (or ``python -m gaml.deploy.demo [--keep] [--embedder hash]``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from node.client import Client
+from gaml.node.serve.client import Client
 
 EXAMPLES = Path(__file__).with_name("examples") / "assets.jsonl"
 SESSION = Path(__file__).with_name("examples") / "session.jsonl"
@@ -42,7 +42,7 @@ SESSION_SECRETS = [b"sk_test_51HxQeR2eZvKYlo2C8Nf3kLmNoPq", b"s3cr3t-pw", b"Priy
 
 
 def gaml(home: Path, *args: str, stdin: str | None = None) -> str:
-    cmd = [sys.executable, "-m", "node.cli", "--home", str(home), *args]
+    cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home), *args]
     out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=os.environ.copy())
     if out.returncode != 0:
         sys.exit(f"demo: `gaml {' '.join(args)}` failed ({out.returncode}):\n{out.stderr}")
@@ -121,7 +121,7 @@ def banner(text: str) -> None:
 
 def start_daemon(home: Path, *extra: str) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
     """``gaml run`` in a child process; returns once its log says it serves (its JSON log lines are kept)."""
-    cmd = [sys.executable, "-m", "node.cli", "--home", str(home), "run", "--principal", "alice", *extra]
+    cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home), "run", "--principal", "alice", *extra]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     log: list[dict[str, Any]] = []
     assert proc.stderr is not None
@@ -192,7 +192,7 @@ def wait_for(what: str, check: Any, timeout_s: float = 90.0) -> float:
 
 def has_asset(home: Path, id_: str) -> bool:
     """Whether alice can get the asset from the node's daemon (over its socket: a poll costs a millisecond)."""
-    from policy.errors import NotFound
+    from gaml.policy.errors import NotFound
 
     with Client.unix(home / "run" / "gaml.sock") as c:
         try:

@@ -19,27 +19,27 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from node import certs
-from node.core import Node
-from node.curate import Curator, ExtractiveCurator
-from node.embed import Embedder, HashEmbedder
-from node.file_keychain import FileKeychain, Unlock
-from node.files import FileBlobs, check_no_symlink, check_private_dir, write_atomic
-from node.hnsw_index import HnswFactory
-from node.ingest import Ingestor
-from node.ladder import Ladder
-from node.privacy import Rules
-from node.rocks_kv import RocksKV
-from node.service import Limits
-from node.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from node.tiers import TierPolicy
-from node.tokens import HeuristicCounter, TokenCounter
-from node.vectors import AdaptiveFactory
-from policy import crypto
-from policy.access import PrincipalKind
-from policy.errors import GamlError, InvalidInput, KeychainError, UnsafeFile
-from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
-from policy.model import load_json
+from gaml.node.core.embed import Embedder, HashEmbedder
+from gaml.node.core.memory.curate import Curator, ExtractiveCurator
+from gaml.node.core.memory.ingest import Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.memory.tiers import TierPolicy
+from gaml.node.core.node import Node
+from gaml.node.core.service import Limits
+from gaml.node.core.store.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from gaml.node.core.store.vectors import AdaptiveFactory
+from gaml.node.core.text.privacy import Rules
+from gaml.node.core.tokens import HeuristicCounter, TokenCounter
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.node.shells.files import FileBlobs, check_no_symlink, check_private_dir, write_atomic
+from gaml.node.shells.hnsw_index import HnswFactory
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
+from gaml.policy.access import PrincipalKind
+from gaml.policy.errors import GamlError, InvalidInput, KeychainError, UnsafeFile
+from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
+from gaml.policy.model import load_json
 
 CONFIG_FORMAT = "gaml-home-1"
 EMBEDDERS = ("minilm", "hash")
@@ -53,7 +53,7 @@ def make_embedder(name: str) -> Embedder:
     if name == "hash":
         return HashEmbedder()
     if name == "minilm":
-        from node.minilm import MiniLMEmbedder
+        from gaml.node.shells.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
     raise GamlError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
@@ -66,7 +66,7 @@ def make_counter(name: str) -> TokenCounter:
         return HeuristicCounter()
     if name in ("cl100k_base", "o200k_base"):
         try:
-            from node.bpe import BpeCounter
+            from gaml.node.shells.bpe import BpeCounter
         except ImportError:  # the dev extra is not installed
             raise InvalidInput(f"the {name} counter needs `pip install bpe-openai`; use heuristic") from None
         return BpeCounter(name)
@@ -103,7 +103,7 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
 
     Required: ``embedder`` (one of :data:`EMBEDDERS`), ``max_payload_bytes`` (a positive whole number). Optional:
     ``local_principal`` and ``privacy_rules`` (non-empty strings), ``limits`` (:class:`node.service.Limits`),
-    ``tiers`` (:class:`node.tiers.TierPolicy`), ``curator`` (an object with a ``kind``), ``p2p`` (``listen`` and
+    ``tiers`` (``TierPolicy``), ``curator`` (an object with a ``kind``), ``p2p`` (``listen`` and
     ``peers``, lists of strings). Settings GAML does not know are left alone."""
 
     def bad(key: str, why: str) -> InvalidInput:
@@ -236,8 +236,9 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
 def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
     """The ingestion pipeline and the ladder's upkeep of ``node``, configured from ``home/config.json``:
 
-    - ``privacy_rules``: a rules file (relative to the home) replacing the shipped ``node/privacy_rules.json``;
-    - ``tiers``: :class:`node.tiers.TierPolicy` settings (half-life, thresholds, per-level forget-after and retention);
+    - ``privacy_rules``: a rules file (relative to the home) replacing the shipped rules
+      (``node/core/text/privacy_rules.json``);
+    - ``tiers``: ``TierPolicy`` settings (half-life, thresholds, per-level forget-after and retention);
     - ``curator``: ``{"kind": "extractive"}`` (the default, offline) or ``{"kind": "openai", "base_url": …,
       "model": …, "api_key_env": …}`` for a local OpenAI-compatible server (llama.cpp, vLLM, Ollama).
     """
@@ -257,7 +258,7 @@ def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
     if cur.get("kind") == "extractive":
         curator = ExtractiveCurator()
     elif cur.get("kind") == "openai":
-        from node.llm_curator import OpenAICompatibleCurator
+        from gaml.node.shells.llm_curator import OpenAICompatibleCurator
 
         try:
             base_url, model = str(cur["base_url"]), str(cur["model"])

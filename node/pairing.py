@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from node.files import write_atomic
-from node.home import read_config
-from policy.errors import InvalidInput
-from policy.model import load_json
+from gaml.node.home import read_config
+from gaml.node.shells.files import write_atomic
+from gaml.policy.errors import InvalidInput
+from gaml.policy.model import load_json
 
 INVITATION_FORMAT: Final = "gaml-invitation-1"
 DEFAULT_LISTEN: Final = ("/ip4/127.0.0.1/tcp/0",)

@@ -34,9 +34,9 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
-from policy import model
-from policy.errors import GamlError, InvalidAsset, UnknownEnumValue
-from policy.model import (
+from gaml.policy import model
+from gaml.policy.errors import GamlError, InvalidAsset, UnknownEnumValue
+from gaml.policy.model import (
     Asset,
     ExportPolicy,
     InferencePolicy,

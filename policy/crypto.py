@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput, KeychainError
+from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput, KeychainError
 
 SEAL_FORMAT: Final = b"\x01"  # format byte of a sealed blob: 0x01 = XChaCha20-Poly1305, 24-byte nonce
 NONCE_BYTES: Final = 24

@@ -1,15 +1,15 @@
 """Where secrets live: the ``Keychain`` interface and its in-memory implementation.
 
 Assets and logs hold key *references* (``encryption_key_ref``), never keys. A keychain maps a reference to its secret
-bytes. ``MemoryKeychain`` serves tests and the simulator; the node's file keychain (``node/file_keychain.py``) keeps
-the same map sealed on disk under a passphrase-derived or unattended key.
+bytes. ``MemoryKeychain`` serves tests and the simulator; the node's file keychain
+(``node/shells/file_keychain.py``) keeps the same map sealed on disk under a passphrase-derived or unattended key.
 """
 
 from __future__ import annotations
 
 from typing import Final, Protocol
 
-from policy.errors import KeychainError
+from gaml.policy.errors import KeychainError
 
 NODE_IDENTITY_REF: Final = "node/identity"  # Ed25519 seed of the node
 NODE_MASTER_REF: Final = "node/master"  # root of the node's derived keys (meta sealing, blind indexes)

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
+from gaml.policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
 
 CANONICAL_TAG: Final = b"GAML-ASSET-1\n"
 ASSET_ID_TAG: Final = b"gaml-asset-id-v1"  # blake2b personalisation: exactly 16 bytes

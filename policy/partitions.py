@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from policy.errors import GamlError
-from policy.model import Asset, PrivacyScope
+from gaml.policy.errors import GamlError
+from gaml.policy.model import Asset, PrivacyScope
 
 OWNER_SCOPES = frozenset({PrivacyScope.LOCAL_ONLY, PrivacyScope.USER_PRIVATE, PrivacyScope.TRUSTED_DEVICES})
 TENANT_SCOPES = frozenset({PrivacyScope.ENTERPRISE_PRIVATE, PrivacyScope.TENANT_PRIVATE, PrivacyScope.SHARED})

@@ -56,8 +56,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from policy.errors import GamlError
-from policy.model import Asset, Creator, InferencePolicy, PrivacyScope, Retention
+from gaml.policy.errors import GamlError
+from gaml.policy.model import Asset, Creator, InferencePolicy, PrivacyScope, Retention
 
 KINDS: Final = ("email", "phone", "secret", "name", "ip", "card")
 PLACEHOLDERS: Final[Mapping[str, str]] = {kind: f"[{kind.upper()}]" for kind in KINDS}

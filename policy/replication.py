@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from policy.model import Asset, PrivacyScope, ReplicationPolicy
+from gaml.policy.model import Asset, PrivacyScope, ReplicationPolicy
 
 DEVICES: Final = "devices"
 SUBNET: Final = "subnet"

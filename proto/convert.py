@@ -22,8 +22,8 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.struct_pb2 import Struct
 
-from policy.errors import InvalidAsset, UnknownEnumValue
-from policy.model import (
+from gaml.policy.errors import InvalidAsset, UnknownEnumValue
+from gaml.policy.model import (
     ASSET_FIELDS,
     ENUM_FIELDS,
     SET_FIELDS,
@@ -34,7 +34,7 @@ from policy.model import (
     freeze_json,
     thaw_json,
 )
-from proto.gaml.v1 import asset_pb2
+from gaml.proto.gaml.v1 import asset_pb2
 
 __all__ = ["asset_from_pb", "asset_to_json", "asset_to_pb", "draft_from_json", "draft_pb_from_json"]
 

@@ -1,4 +1,4 @@
-"""``python -m simulations --seed N``: the replication simulation (simulations/replication.py) for one seed.
+"""``python -m gaml.simulations --seed N``: the replication simulation (simulations/replication.py) for one seed.
 
 Exit status 0 when every check holds; 1 with the seed to rerun when one fails.
 """
@@ -11,11 +11,11 @@ import json
 import sys
 import time
 
-from simulations.replication import Spec, check, run
+from gaml.simulations.replication import Spec, check, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m simulations", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m gaml.simulations", description=__doc__)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=1, help="run this many seeds from --seed on")
     p.add_argument("--nodes", type=int, default=Spec.nodes)
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             summary = check(run(seed, spec))
         except AssertionError as e:
-            print(f"FAILED: {e}\nreproduce: python -m simulations --seed {seed}", file=sys.stderr)
+            print(f"FAILED: {e}\nreproduce: python -m gaml.simulations --seed {seed}", file=sys.stderr)
             return 1
         summary["wall_s"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(summary))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from node.blobs import MemoryBlobs
-from node.core import Node
-from node.embed import HashEmbedder
-from node.kv import MemoryKV
-from node.store import Store
-from node.vectors import ExactFactory
-from policy import crypto
-from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.node import Node
+from gaml.node.core.store.blobs import MemoryBlobs
+from gaml.node.core.store.kv import MemoryKV
+from gaml.node.core.store.store import Store
+from gaml.node.core.store.vectors import ExactFactory
+from gaml.policy import crypto
+from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
 
 
 def make_node(seed: int, *, dim: int = 32) -> Node:

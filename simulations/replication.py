@@ -1,6 +1,6 @@
 """The replication simulation: real nodes (core over fakes), real sync engines, a seeded faulty network.
 
-``python -m simulations --seed N`` runs it and prints a summary; a failed check names the seed that reproduces it.
+``python -m gaml.simulations --seed N`` runs it and prints a summary; a failed check names the seed that reproduces it.
 
 The world: 20 nodes in three boundaries (a user's six devices, an enterprise subnet of seven members and a relay,
 a tenant's six nodes), one device that is also on the subnet, and one node in none. Every node is connected to every
@@ -23,12 +23,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
-from crdt.sync import BACKOFF_MAX, Sync
-from node.replica import Replica, record_of
-from policy import crypto
-from policy.errors import NotFound
-from simulations.net import SimNetwork
-from simulations.nodes import make_node
+from gaml.crdt.sync import BACKOFF_MAX, Sync
+from gaml.node.core.replica import Replica, record_of
+from gaml.policy import crypto
+from gaml.policy.errors import NotFound
+from gaml.simulations.net import SimNetwork
+from gaml.simulations.nodes import make_node
 
 RETRY_MS: Final = 1_000
 QUIET_MS: Final = (2**BACKOFF_MAX + 2) * RETRY_MS

@@ -6,24 +6,35 @@ import ast
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("policy", "crdt", "node", "proto", "simulations", "bench")
-CORE = [
-    *sorted((ROOT / "policy").glob("*.py")),
-    *sorted(p for p in (ROOT / "crdt").glob("*.py") if p.stem != "p2p"),
-] + [
-    ROOT / "node" / f"{m}.py"
-    for m in (
-        *("kv", "blobs", "vectors", "embed", "store", "core", "lexical", "views", "governance", "retrieve"),
-        *("records", "envelope", "parsers", "extract", "privacy", "curate", "ingest", "ladder", "tiers"),
-        *("tokens", "hydrate", "service", "replica"),
-    )
-]
+PACKAGES = ("policy", "crdt", "node", "proto", "simulations", "bench", "deploy")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def core_modules(root: Path = ROOT) -> list[Path]:
+    """The pure core, by where a file stands: policy/, crdt/ but its libp2p shell, and node/core/ (STYLE.md)."""
+    return [
+        *sorted((root / "policy").rglob("*.py")),
+        *sorted(p for p in (root / "crdt").rglob("*.py") if p.name != "p2p.py"),
+        *sorted((root / "node" / "core").rglob("*.py")),
+    ]
+
+
+def namespace_tree(dst: Path, copy: bool) -> Path:
+    """`dst/gaml/<folder>` for each top-level folder (a copy, or links to the checkout), beside pyproject.toml."""
+    shutil.copy(ROOT / "pyproject.toml", dst / "pyproject.toml")
+    (dst / "gaml").mkdir()
+    for pkg in PACKAGES:
+        if copy:
+            shutil.copytree(ROOT / pkg, dst / "gaml" / pkg, ignore=shutil.ignore_patterns("__pycache__", "results"))
+        else:
+            (dst / "gaml" / pkg).symlink_to(ROOT / pkg, target_is_directory=True)
+    return dst / "gaml"
 
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -36,15 +47,10 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def copy_tree(dst: Path) -> None:
-    shutil.copy(ROOT / "pyproject.toml", dst / "pyproject.toml")
-    for pkg in PACKAGES:
-        shutil.copytree(ROOT / pkg, dst / pkg, ignore=shutil.ignore_patterns("__pycache__", "results"))
-
-
-def test_contracts_hold() -> None:
+def test_contracts_hold(tmp_path: Path) -> None:
     """The import contracts in pyproject.toml are kept by the code as it is."""
-    out = lint_imports(ROOT)
+    namespace_tree(tmp_path, copy=False)
+    out = lint_imports(tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "broken" in out.stdout and " 0 broken" in out.stdout
 
@@ -52,20 +58,23 @@ def test_contracts_hold() -> None:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("node/store.py", "import rocksdict", "only node.rocks_kv imports RocksDB"),
-        ("node/core.py", "import hnswlib", "only node.hnsw_index imports hnswlib"),
-        ("policy/model.py", "import node.store", "policy is the bottom layer"),
-        ("node/vectors.py", "import trio", "the pure core does no I/O"),
-        ("node/store.py", "import nacl.secret", "only policy.crypto imports the crypto libraries"),
-        ("node/core.py", "from node import rocks_kv", "the pure core does no I/O"),
-        ("node/service.py", "import grpc", "the pure core does no I/O"),
-        ("node/hydrate.py", "from node import daemon", "the pure core does no I/O"),
+        ("node/core/store/store.py", "import rocksdict", "only gaml.node.shells.rocks_kv imports RocksDB"),
+        ("node/core/node.py", "import hnswlib", "only gaml.node.shells.hnsw_index imports hnswlib"),
+        ("policy/model.py", "import gaml.node.core.store.store", "the layers"),
+        ("node/core/store/vectors.py", "import trio", "the pure core imports no binding"),
+        ("node/core/store/store.py", "import nacl.secret", "only gaml.policy.crypto imports the crypto libraries"),
+        ("node/core/node.py", "from gaml.node.shells import rocks_kv", "the layers"),
+        ("node/core/service.py", "import grpc", "the pure core imports no binding"),
+        ("node/core/hydrate.py", "from gaml.node.serve import daemon", "the layers"),
+        ("proto/convert.py", "from gaml.node.core import service", "proto is the wire only"),
+        ("node/shells/files.py", "from gaml.node import home", "the layers"),
+        ("node/serve/client.py", "from gaml.node import cli", "the layers"),
+        ("simulations/nodes.py", "from gaml.node.shells import files", "the simulator drives the core only"),
     ],
 )
 def test_a_forbidden_import_fails_lint(tmp_path: Path, module: str, line: str, contract: str) -> None:
     """Adding a forbidden import to a copy of the tree makes lint-imports fail and name the broken contract."""
-    copy_tree(tmp_path)
-    target = tmp_path / module
+    target = namespace_tree(tmp_path, copy=True) / module
     target.write_text(target.read_text() + f"\n{line}  # injected by the test\n")
     out = lint_imports(tmp_path)
     assert out.returncode != 0
@@ -92,8 +101,10 @@ def _ambient_calls(path: Path, root: Path = ROOT) -> list[str]:
 
 def test_core_reads_no_clock_and_no_ambient_randomness() -> None:
     """The pure core takes time and randomness as parameters: no time.*, module-level random or os.urandom in it."""
-    assert [p for p in CORE if not p.exists()] == []
-    bad = [b for p in CORE for b in _ambient_calls(p)]
+    core = core_modules()
+    assert ROOT / "node" / "core" / "hydrate.py" in core and ROOT / "policy" / "crypto.py" in core
+    assert ROOT / "crdt" / "p2p.py" not in core and ROOT / "node" / "shells" / "rocks_kv.py" not in core
+    bad = [b for p in core for b in _ambient_calls(p)]
     assert bad == []
 
 
@@ -102,3 +113,47 @@ def test_the_purity_check_catches_a_clock_read(tmp_path: Path) -> None:
     fake = tmp_path / "probe.py"
     fake.write_text("import time\nimport os\n\ndef f() -> float:\n    return time.time() + len(os.urandom(2))\n")
     assert _ambient_calls(fake, tmp_path) == ["probe.py:5: time.time", "probe.py:5: os.urandom"]
+
+
+def test_a_new_core_module_is_bound_by_its_folder(tmp_path: Path) -> None:
+    """A module added to node/core/ is under the contracts and the purity check by where it stands: no list names it."""
+    gaml = namespace_tree(tmp_path, copy=True)
+    probe = gaml / "node" / "core" / "memory" / "probe.py"
+    probe.write_text("import time\n\nimport rocksdict\n\n\ndef now() -> float:\n    return time.time()\n")
+    out = lint_imports(tmp_path)
+    assert out.returncode != 0
+    assert "gaml.node.core.memory.probe -> rocksdict" in out.stdout and "BROKEN" in out.stdout
+    assert probe in core_modules(gaml)
+    assert _ambient_calls(probe, gaml) == ["node/core/memory/probe.py:7: time.time"]
+
+
+def test_node_keeps_its_layers_in_folders() -> None:
+    """node/ holds at most six modules at its top level; the rest stands in its layer's folder."""
+    top = sorted(p.name for p in (ROOT / "node").glob("*.py"))
+    assert len(top) <= 6, top
+    assert {"core", "shells", "serve", "cli"} <= {p.name for p in (ROOT / "node").iterdir() if p.is_dir()}
+
+
+def test_every_folder_is_installed_under_the_namespace() -> None:
+    """Each package folder of the checkout is one of pyproject.toml's packages, mapped under `gaml.`."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {f"gaml.{pkg}": pkg for pkg in PACKAGES}
+    folders = {
+        "gaml." + ".".join(init.parent.relative_to(ROOT).parts)
+        for pkg in PACKAGES
+        for init in (ROOT / pkg).rglob("__init__.py")
+        if "results" not in init.parts
+    }
+    assert folders == set(config["packages"])
+
+
+def test_the_wire_imports_nothing_of_the_node() -> None:
+    """proto/ is the wire: no module of it imports gaml.node (the servicer is a transport, in node/serve/)."""
+    bad = []
+    for path in sorted((ROOT / "proto").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            bad += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("gaml.node")]
+    assert bad == []

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import grpc_bench
+from gaml.bench import grpc_bench
 
 N, PUTS, BATCHES, BATCH, CLIENTS, GOALS, WARMUP, FLOOR, BUDGET = 40, 8, 2, 5, 2, 6, 2, 10, 600
 

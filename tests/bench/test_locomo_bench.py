@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from bench import locomo
-from node.home import make_embedder
-from node.tokens import HeuristicCounter
-from policy.errors import GamlError
+from gaml.bench import locomo
+from gaml.node.core.tokens import HeuristicCounter
+from gaml.node.home import make_embedder
+from gaml.policy.errors import GamlError
 
 # -- a tiny LoCoMo-shaped sample -------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import replication_bench
+from gaml.bench import replication_bench
 
 N, CHANGES, EDITS, UNPOLLED, RTT = 50, 4, 2, 2, 20
 

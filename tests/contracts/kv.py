@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from node.kv import KV, SPACES, Delete, Op, Put, prefix_end
-from policy.errors import StoreClosed, StoreError
+from gaml.node.core.store.kv import KV, SPACES, Delete, Op, Put, prefix_end
+from gaml.policy.errors import StoreClosed, StoreError
 
 MakeKV = Callable[[], KV]
 Model = dict[str, dict[bytes, bytes]]

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from node.vectors import ExactIndex, IndexFactory, VectorIndex
-from policy.errors import IndexMismatch
+from gaml.node.core.store.vectors import ExactIndex, IndexFactory, VectorIndex
+from gaml.policy.errors import IndexMismatch
 
 DIM = 32
 N = 300

@@ -10,9 +10,9 @@ from automerge.core import ROOT, Document, ObjType, ScalarType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crdt.doc import AssetDoc, CorruptDoc
-from policy.errors import GamlError, InvalidAsset
-from policy.model import Asset, AssetType, canonical_json, content_id
+from gaml.crdt.doc import AssetDoc, CorruptDoc
+from gaml.policy.errors import GamlError, InvalidAsset
+from gaml.policy.model import Asset, AssetType, canonical_json, content_id
 
 A, B, C = b"\x0a" * 16, b"\x0b" * 16, b"\x0c" * 16
 NOW = 1_700_000_000_000_000

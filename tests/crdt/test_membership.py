@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crdt import membership
-from crdt.membership import BadRoster, Boundary, Member, Roster, RosterRefused
-from policy import crypto
-from policy.errors import DecryptionFailed, GamlError, InvalidInput
+from gaml.crdt import membership
+from gaml.crdt.membership import BadRoster, Boundary, Member, Roster, RosterRefused
+from gaml.policy import crypto
+from gaml.policy.errors import DecryptionFailed, GamlError, InvalidInput
 
 NOW = 1_700_000_000
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crdt import membership, objects
-from crdt.doc import AssetDoc
-from crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, Opened, object_id, open_object, peek, seal_object
-from policy import crypto
-from policy.errors import InvalidInput
+from gaml.crdt import membership, objects
+from gaml.crdt.doc import AssetDoc
+from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, Opened, object_id, open_object, peek, seal_object
+from gaml.policy import crypto
+from gaml.policy.errors import InvalidInput
 
 NOW = 1_700_000_000
 ADMIN, WRITER, MALLORY = (crypto.SigningKey(bytes([n]) * 32) for n in (1, 2, 3))

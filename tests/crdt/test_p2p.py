@@ -31,7 +31,7 @@ from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTr
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
-from crdt.p2p import (
+from gaml.crdt.p2p import (
     MAX_FRAME_BYTES,
     PROTOCOL,
     Backoff,
@@ -46,7 +46,7 @@ from crdt.p2p import (
     node_id_of,
     peer_id_of,
 )
-from policy import crypto
+from gaml.policy import crypto
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "/ip4/127.0.0.1/tcp/0"
@@ -495,7 +495,7 @@ def test_bootstrap_connects_late_and_reconnects_after_a_restart(bootstrapper_is_
 PEER_SCRIPT = """
 import sys, trio
 sys.path.insert(0, sys.argv[1])
-from crdt.p2p import P2PHost
+from gaml.crdt.p2p import P2PHost
 
 async def main() -> None:
     host: P2PHost

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crdt import wire
-from crdt.sync import BACKOFF_MAX, PeerStats, Sync, SyncError, object_id
-from policy.crypto import SeededEntropy
-from policy.errors import GamlError
-from simulations.net import SimNetwork
+from gaml.crdt import wire
+from gaml.crdt.sync import BACKOFF_MAX, PeerStats, Sync, SyncError, object_id
+from gaml.policy.crypto import SeededEntropy
+from gaml.policy.errors import GamlError
+from gaml.simulations.net import SimNetwork
 
 RETRY = 1_000  # ms
 QUIET = (2**BACKOFF_MAX + 2) * RETRY  # longer than the longest pause between retries
@@ -645,7 +645,7 @@ def test_a_harsh_network_with_a_member_removed_midway(seed: int) -> None:
 
 def test_the_engine_agrees_with_crdt_objects() -> None:
     """The engine names objects as crdt.objects does (sha256) and the wire carries any object it allows."""
-    objects = pytest.importorskip("crdt.objects")
+    objects = pytest.importorskip("gaml.crdt.objects")
     for sample in (b"", b"G1" + bytes(100), random.Random(8).randbytes(5000)):
         assert object_id(sample) == objects.object_id(sample)
     assert wire.MAX_OBJECT_BYTES == objects.MAX_OBJECT_BYTES

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from node.cli import main
+from gaml.node.cli import main
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None) -> tuple[int, str, str]:

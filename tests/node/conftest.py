@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from node.blobs import BlobStore, MemoryBlobs
-from node.core import Node
-from node.embed import HashEmbedder
-from node.files import FileBlobs
-from node.hnsw_index import HnswFactory
-from node.kv import KV, MemoryKV
-from node.rocks_kv import RocksKV
-from node.store import Store
-from node.vectors import AdaptiveFactory, ExactFactory, IndexFactory
-from policy import crypto
-from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.node import Node
+from gaml.node.core.store.blobs import BlobStore, MemoryBlobs
+from gaml.node.core.store.kv import KV, MemoryKV
+from gaml.node.core.store.store import Store
+from gaml.node.core.store.vectors import AdaptiveFactory, ExactFactory, IndexFactory
+from gaml.node.shells.files import FileBlobs
+from gaml.node.shells.hnsw_index import HnswFactory
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
+from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
 
 NOW = 1_700_000_000_000_000
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from node.embed import HashEmbedder
-from node.file_keychain import Unlock
-from node.home import open_node
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.home import open_node
+from gaml.node.shells.file_keychain import Unlock
 
 
 def main() -> None:

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from node import parsers
-from node.embed import HashEmbedder
-from node.file_keychain import Unlock
-from node.home import open_node
-from node.ingest import IngestOptions, Ingestor
-from node.ladder import Ladder
-from node.privacy import Rules
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.text import parsers
+from gaml.node.core.text.privacy import Rules
+from gaml.node.home import open_node
+from gaml.node.shells.file_keychain import Unlock
 
 
 def reported(name: str, write: Callable[..., Any]) -> Callable[..., Any]:

@@ -21,14 +21,14 @@ from typing import IO, Any
 
 import uvloop
 
-from node import certs
-from node.client import Client
-from node.daemon import Daemon, Options
-from node.file_keychain import FileKeychain, Unlock
-from node.home import init_home
-from node.kv import SPACES
-from node.rocks_kv import RocksKV
-from policy import crypto
+from gaml.node.core.store.kv import SPACES
+from gaml.node.home import init_home
+from gaml.node.serve.client import Client
+from gaml.node.serve.daemon import Daemon, Options
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_HEX = "5a" * 32
@@ -123,7 +123,7 @@ def process_daemon(home: Home, *extra: str) -> Iterator[Proc]:
     env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
     env.pop("GAML_PASSPHRASE", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "node.cli", "--home", str(home.path), "run", "--principal", LOCAL, *extra],
+        [sys.executable, "-m", "gaml.node.cli", "--home", str(home.path), "run", "--principal", LOCAL, *extra],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -181,7 +181,7 @@ def gaml_process(
     env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
     env.pop("GAML_PASSPHRASE", None)
     return subprocess.run(
-        [sys.executable, "-m", "node.cli", "--home", str(home), *argv],
+        [sys.executable, "-m", "gaml.node.cli", "--home", str(home), *argv],
         input=stdin,
         capture_output=True,
         text=True,

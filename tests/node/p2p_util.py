@@ -24,16 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, TypeVar
 
-from node.client import Client
-from node.core import Node
-from node.daemon import read_info, replication_path
-from node.file_keychain import FileKeychain
-from node.home import init_home, open_node
-from node.replica import record_of
-from node.replicator import read_status
-from node.store import Store
-from policy import crypto
-from policy.errors import GamlError, NotFound
+from gaml.node.core.node import Node
+from gaml.node.core.replica import record_of
+from gaml.node.core.store.store import Store
+from gaml.node.home import init_home, open_node
+from gaml.node.serve.client import Client
+from gaml.node.serve.daemon import read_info, replication_path
+from gaml.node.serve.replicator import read_status
+from gaml.node.shells.file_keychain import FileKeychain
+from gaml.policy import crypto
+from gaml.policy.errors import GamlError, NotFound
 from tests.node.daemon_util import KEY_HEX, ROOT, UNLOCK
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ T = TypeVar("T")
 LOOPBACK: Final = "/ip4/127.0.0.1/tcp/0"  # listen on loopback, any free port
 WAIT_S: Final = 60.0  # the deadline of every wait
 POLL_S: Final = 0.1  # between two looks at a condition
-# The replication records a node keeps in its meta space (node/replica.py); ``repstate`` is its own state only.
+# The replication records a node keeps in its meta space (node/core/replica.py); ``repstate`` is its own state only.
 REPLICATION_KINDS: Final = ("repbound", "repobj", "repdoc", "repcur", "repgone", "repstate")
 
 
@@ -66,7 +66,7 @@ class Peer:
 
     def gaml(self, *args: str, stdin: str | None = None) -> str:
         """``gaml --home HOME ARGS`` in a child process; its standard output (AssertionError if it fails)."""
-        cmd = [sys.executable, "-m", "node.cli", "--home", str(self.home), *args]
+        cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(self.home), *args]
         r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=WAIT_S * 2)
         if r.returncode != 0:
             raise AssertionError(f"{self.name}: gaml {' '.join(args)} exited with {r.returncode}: {r.stderr[-2000:]}")
@@ -203,7 +203,7 @@ class Fleet:
         for a in dial:
             args += ["--peer", a]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "node.cli", *args],
+            [sys.executable, "-m", "gaml.node.cli", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

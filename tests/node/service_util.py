@@ -3,14 +3,14 @@ role auditor), bob (tenant globex), claude (an agent for alice) and team-x regis
 
 from __future__ import annotations
 
-from node.core import Node
-from node.ingest import Ingestor
-from node.kv import SPACES, MemoryKV
-from node.ladder import Ladder
-from node.privacy import Rules
-from node.service import MemoryService
-from node.tokens import HeuristicCounter
-from policy.access import Principal, PrincipalKind
+from gaml.node.core.memory.ingest import Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.node import Node
+from gaml.node.core.service import MemoryService
+from gaml.node.core.store.kv import SPACES, MemoryKV
+from gaml.node.core.text.privacy import Rules
+from gaml.node.core.tokens import HeuristicCounter
+from gaml.policy.access import Principal, PrincipalKind
 from tests.node.conftest import memory_world
 
 

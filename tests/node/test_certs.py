@@ -21,11 +21,11 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from node import certs
-from node.file_keychain import FileKeychain, Unlock
-from policy import crypto
-from policy.errors import BadSignature, InvalidInput, KeychainError, NotFound, StoreCorrupt
-from policy.keychain import Keychain, MemoryKeychain
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.policy import crypto
+from gaml.policy.errors import BadSignature, InvalidInput, KeychainError, NotFound, StoreCorrupt
+from gaml.policy.keychain import Keychain, MemoryKeychain
 
 NOW = 1_800_000_000  # a fixed Unix time in seconds; the gRPC tests use the wall clock, as TLS does
 DAY = 86_400

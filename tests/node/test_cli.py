@@ -192,7 +192,7 @@ def test_init_is_all_or_nothing(
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("node.home.write_atomic", boom)
+    monkeypatch.setattr("gaml.node.home.write_atomic", boom)
     code, _, err = run(capsys, "--home", str(home), "init", "--embedder", "hash")
     assert code == 3 and "No space left" in err
     assert not home.exists() and list(tmp_path.iterdir()) == []

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import pytest
 
-from policy.model import item_id
+from gaml.policy.model import item_id
 from tests.node.test_cli import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -339,7 +339,7 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(
 
 
 def cli(home: Path, *argv: str) -> list[str]:
-    return [sys.executable, "-m", "node.cli", "--home", str(home), *argv]
+    return [sys.executable, "-m", "gaml.node.cli", "--home", str(home), *argv]
 
 
 def test_progress_bar_on_a_terminal(home: Path, tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from node.embed import HashEmbedder
-from node.file_keychain import Unlock
-from node.home import init_home, open_node
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.home import init_home, open_node
+from gaml.node.shells.file_keychain import Unlock
 
 KEY = "11" * 32
 WRITER = Path(__file__).with_name("crash_writer.py")

@@ -7,7 +7,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from node.curate import Arc, ExtractiveCurator, Item, Rung, clip, curate_source, form_arcs, split_speaker
+from gaml.node.core.memory.curate import (
+    Arc,
+    ExtractiveCurator,
+    Item,
+    Rung,
+    clip,
+    curate_source,
+    form_arcs,
+    split_speaker,
+)
 
 HOUR_US = 3600 * 10**6
 T0 = 1_700_000_000_000_000

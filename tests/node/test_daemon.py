@@ -34,17 +34,17 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from grpc_status import rpc_status
 
-from node import certs
-from node.client import Client
-from node.daemon import Daemon, info_path
-from node.embed import HashEmbedder
-from node.file_keychain import FileKeychain
-from node.parsers import parse
-from node.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
-from policy import crypto
-from policy.access import PolicyError, UnknownPrincipal
-from policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound
-from proto.gaml.v1 import asset_pb2, memory_pb2
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.core.text.parsers import parse
+from gaml.node.serve.client import Client
+from gaml.node.serve.daemon import Daemon, info_path
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain
+from gaml.policy import crypto
+from gaml.policy.access import PolicyError, UnknownPrincipal
+from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound
+from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
     LOCAL,
     ROOT,
@@ -451,7 +451,7 @@ else:
 s.close()
 try:
     sys.path.insert(0, sys.argv[2])
-    from node.client import Client
+    from gaml.node.serve.client import Client
 except ImportError:
     pass
 else:

@@ -30,13 +30,13 @@ from grpc_status import rpc_status
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from node.client import Client
-from node.daemon import Daemon, read_info
-from node.kv import SPACES
-from node.rocks_kv import RocksKV
-from node.service import IngestFile
-from policy.errors import GamlError, InvalidInput
-from proto.gaml.v1 import asset_pb2, memory_pb2
+from gaml.node.core.service import IngestFile
+from gaml.node.core.store.kv import SPACES
+from gaml.node.serve.client import Client
+from gaml.node.serve.daemon import Daemon, read_info
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy.errors import GamlError, InvalidInput
+from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
     Home,
     make_home,

@@ -6,7 +6,17 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from node.envelope import ESCAPED_SUFFIX, MARK, OPEN_TAG, Stripped, contains, parse_attributes, spans, strip, wrap
+from gaml.node.core.text.envelope import (
+    ESCAPED_SUFFIX,
+    MARK,
+    OPEN_TAG,
+    Stripped,
+    contains,
+    parse_attributes,
+    spans,
+    strip,
+    wrap,
+)
 
 
 def test_round_trip_keeps_the_surrounding_text_exactly() -> None:

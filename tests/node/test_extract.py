@@ -1,4 +1,5 @@
-"""Deterministic text analysis (node/extract.py): sentences, entities, keywords, facts, cues, noise, goals, SimHash."""
+"""Deterministic text analysis (node/core/text/extract.py): sentences, entities, keywords, facts, cues, noise, goals,
+SimHash."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from node import extract
-from node.extract import (
+from gaml.node.core.text import extract
+from gaml.node.core.text.extract import (
     Cues,
     Fact,
     contamination,

@@ -18,9 +18,9 @@ import warnings
 
 import numpy as np
 
-from node.hnsw_index import HnswFactory
-from node.minilm import MiniLMEmbedder
-from node.vectors import ExactIndex
+from gaml.node.core.store.vectors import ExactIndex
+from gaml.node.shells.hnsw_index import HnswFactory
+from gaml.node.shells.minilm import MiniLMEmbedder
 
 N_INDEX = 5000
 N_QUERIES = 200

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from node.embed import HashEmbedder
-from node.file_keychain import Unlock
-from node.home import init_home, memory_layers, open_node
-from policy.errors import GamlError, StoreClosed, StoreCorrupt, StoreLocked, WrongPassphrase
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.home import init_home, memory_layers, open_node
+from gaml.node.shells.file_keychain import Unlock
+from gaml.policy.errors import GamlError, StoreClosed, StoreCorrupt, StoreLocked, WrongPassphrase
 
 UNLOCK = Unlock(passphrase="correct horse battery staple")
 NOW = 1_700_000_000_000_000
@@ -95,8 +95,8 @@ def test_second_open_is_refused_as_locked(home: Path) -> None:
         with pytest.raises(StoreLocked):
             open_node(home, UNLOCK, embedder=HashEmbedder())
         code = (
-            "import sys\nfrom node.file_keychain import Unlock\nfrom node.home import open_node\n"
-            "from node.embed import HashEmbedder\nfrom policy.errors import StoreLocked\n"
+            "import sys\nfrom gaml.node.shells.file_keychain import Unlock\nfrom gaml.node.home import open_node\n"
+            "from gaml.node.core.embed import HashEmbedder\nfrom gaml.policy.errors import StoreLocked\n"
             f"try:\n    open_node(__import__('pathlib').Path({str(home)!r}), Unlock(passphrase={UNLOCK.passphrase!r}),"
             " embedder=HashEmbedder())\nexcept StoreLocked as e:\n    print('locked:', e); sys.exit(7)\n"
         )

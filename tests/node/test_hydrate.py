@@ -13,17 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from node import envelope, parsers
-from node.core import Node
-from node.embed import HashEmbedder
-from node.hydrate import Hydration, HydrationRequest, Hydrator, Segment, Walk, parse_plane
-from node.ingest import IngestOptions, Ingestor
-from node.ladder import Ladder
-from node.privacy import Rules
-from node.tokens import HeuristicCounter
-from policy.access import Grant, Permission, Principal, UnknownPrincipal
-from policy.errors import GamlError, InvalidInput
-from policy.model import Level
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment, Walk, parse_plane
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.node import Node
+from gaml.node.core.text import envelope, parsers
+from gaml.node.core.text.privacy import Rules
+from gaml.node.core.tokens import HeuristicCounter
+from gaml.policy.access import Grant, Permission, Principal, UnknownPrincipal
+from gaml.policy.errors import GamlError, InvalidInput
+from gaml.policy.model import Level
 from tests.node.conftest import NOW, World, memory_world, rocks_world
 
 MIN_US = 60 * 10**6
@@ -463,7 +463,7 @@ def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> No
 
 def test_no_unit_is_cut_while_another_could_still_be_demoted(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     """At every budget from roomy to tiny, after fitting: if any unit was cut, no unit left could move lower."""
-    import node.hydrate as hydrate_module
+    import gaml.node.core.hydrate as hydrate_module
 
     fit = hydrate_module.Hydrator._fit
     violations: list[int] = []

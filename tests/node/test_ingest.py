@@ -15,9 +15,7 @@ from typing import Any
 
 import pytest
 
-from node import envelope, extract, parsers
-from node.core import Node
-from node.ingest import (
+from gaml.node.core.memory.ingest import (
     DEFAULT_SHARES,
     KINDS,
     WATERMARK,
@@ -28,11 +26,13 @@ from node.ingest import (
     parse_shares,
     slot_tag,
 )
-from node.ladder import Ladder
-from node.privacy import Rules
-from node.records import Record, Source
-from policy.errors import InvalidInput
-from policy.model import Asset, AssetType, Level, PrivacyScope, item_id
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.node import Node
+from gaml.node.core.text import envelope, extract, parsers
+from gaml.node.core.text.privacy import Rules
+from gaml.node.core.text.records import Record, Source
+from gaml.policy.errors import InvalidInput
+from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, item_id
 from tests.node.conftest import NOW, memory_world, new_keychain, rocks_world
 
 MINUTE_US = 60 * 10**6

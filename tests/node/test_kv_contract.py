@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from node.kv import KV, SPACES, Delete, MemoryKV, Put, pack, prefix_end
-from node.rocks_kv import RocksKV
-from policy.errors import StoreError, StoreLocked
+from gaml.node.core.store.kv import KV, SPACES, Delete, MemoryKV, Put, pack, prefix_end
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy.errors import StoreError, StoreLocked
 from tests.contracts.kv import KV_CHECKS, MakeKV, snapshot
 
 

@@ -16,24 +16,24 @@ from typing import Any
 
 import pytest
 
-from node import parsers
-from node.core import Node
-from node.embed import HashEmbedder
-from node.file_keychain import Unlock
-from node.home import init_home, open_node
-from node.ingest import IngestOptions, Ingestor
-from node.kv import Put
-from node.ladder import CURATION, RUNG_TAG, CurationReport, Ladder
-from node.lexical import tokenize
-from node.privacy import Rules
-from node.store import Store
-from node.tiers import DEPTH, US_PER_DAY, TierPolicy, is_critical, retired, tier_of, visit
-from policy import crypto
-from policy.access import Principal, at_least_as_restrictive
-from policy.errors import Deleted, InvalidInput, NotFound
-from policy.keychain import NODE_IDENTITY_REF
-from policy.model import Asset, AssetType, Heat, Level, PrivacyScope, Retention, Tier, TrustClass, item_id
-from policy.partitions import partition_of
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import CURATION, RUNG_TAG, CurationReport, Ladder
+from gaml.node.core.memory.tiers import DEPTH, US_PER_DAY, TierPolicy, is_critical, retired, tier_of, visit
+from gaml.node.core.node import Node
+from gaml.node.core.store.kv import Put
+from gaml.node.core.store.lexical import tokenize
+from gaml.node.core.store.store import Store
+from gaml.node.core.text import parsers
+from gaml.node.core.text.privacy import Rules
+from gaml.node.home import init_home, open_node
+from gaml.node.shells.file_keychain import Unlock
+from gaml.policy import crypto
+from gaml.policy.access import Principal, at_least_as_restrictive
+from gaml.policy.errors import Deleted, InvalidInput, NotFound
+from gaml.policy.keychain import NODE_IDENTITY_REF
+from gaml.policy.model import Asset, AssetType, Heat, Level, PrivacyScope, Retention, Tier, TrustClass, item_id
+from gaml.policy.partitions import partition_of
 from tests.node.conftest import NOW, World, memory_world, rocks_world
 
 MIN_US = 60 * 10**6

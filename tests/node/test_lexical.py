@@ -1,4 +1,5 @@
-"""The BM25 lexical index (node/lexical.py), on MemoryKV and on RocksKV (the ``backend`` fixture runs both)."""
+"""The BM25 lexical index (node/core/store/lexical.py), on MemoryKV and on RocksKV (the ``backend`` fixture runs
+both)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from node.kv import KV, SPACES, MemoryKV, Op, Put
-from node.lexical import STOPWORDS, LexicalIndex, tokenize
-from node.rocks_kv import RocksKV
-from policy import crypto
-from policy.errors import StoreCorrupt
+from gaml.node.core.store.kv import KV, SPACES, MemoryKV, Op, Put
+from gaml.node.core.store.lexical import STOPWORDS, LexicalIndex, tokenize
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
+from gaml.policy.errors import StoreCorrupt
 
 BLIND_KEY = bytes(range(32))
 PID_A = b"A" * 16

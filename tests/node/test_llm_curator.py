@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from node.curate import ExtractiveCurator
-from node.llm_curator import OpenAICompatibleCurator
+from gaml.node.core.memory.curate import ExtractiveCurator
+from gaml.node.shells.llm_curator import OpenAICompatibleCurator
 
 TEXTS = [
     "Hi! Can you set up the database?",

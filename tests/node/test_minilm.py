@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from node.minilm import PIECES_MAX, MiniLMEmbedder, bounded
+from gaml.node.shells.minilm import PIECES_MAX, MiniLMEmbedder, bounded
 
 WORDS = [
     "the",

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from node.parsers import (
+from gaml.node.core.text.parsers import (
     DATA_BYTES_MAX,
     FORMATS,
     PARSERS,
@@ -18,8 +18,8 @@ from node.parsers import (
     parse,
     timestamp_us,
 )
-from node.records import Source
-from policy.errors import InvalidInput
+from gaml.node.core.text.records import Source
+from gaml.policy.errors import InvalidInput
 
 T0 = 1_748_772_000_000_000  # 2025-06-01T10:00:00Z in microseconds
 

@@ -1,5 +1,5 @@
-"""Privacy classification by rules (node/privacy.py, node/privacy_rules.json): hits, near misses, redaction, overlaps,
-proposals that may only tighten, and malformed rules files."""
+"""Privacy classification by rules (node/core/text/privacy.py, node/core/text/privacy_rules.json): hits, near misses,
+redaction, overlaps, proposals that may only tighten, and malformed rules files."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from node.privacy import ACTIONS, KINDS, PROPOSALS, Classification, Finding, Rules, iban_ok
-from policy.errors import InvalidInput
+from gaml.node.core.text.privacy import ACTIONS, KINDS, PROPOSALS, Classification, Finding, Rules, iban_ok
+from gaml.policy.errors import InvalidInput
 
 RULES = Rules.load_default()
 

@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-from crdt.objects import BadObject, open_object, seal_object
-from node import parsers
-from node.ingest import IngestOptions, Ingestor
-from node.ladder import Ladder
-from node.privacy import Rules
-from node.replica import Replica, record_of
-from node.store import Store
-from policy import crypto
-from policy.errors import Deleted, NotFound
-from policy.keychain import NODE_IDENTITY_REF
-from policy.model import AssetType, ReplicationPolicy
-from simulations.nodes import make_node
+from gaml.crdt.objects import BadObject, open_object, seal_object
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import Ladder
+from gaml.node.core.replica import Replica, record_of
+from gaml.node.core.store.store import Store
+from gaml.node.core.text import parsers
+from gaml.node.core.text.privacy import Rules
+from gaml.policy import crypto
+from gaml.policy.errors import Deleted, NotFound
+from gaml.policy.keychain import NODE_IDENTITY_REF
+from gaml.policy.model import AssetType, ReplicationPolicy
+from gaml.simulations.nodes import make_node
 
 NOW = 1_700_000_000_000_000
 WORD = "zanzibarquux"
@@ -172,7 +172,7 @@ def test_tampered_forged_and_misplaced_objects_are_refused_and_counted() -> None
     # A member slipping bob's asset into alice's devices: it does not belong to this boundary.
     c = make_node(300)  # another node, where bob's asset is written, then sealed by member a
     (bobs,) = c.put([{**private("bob's secret"), "owner_id": "bob"}], NOW)
-    from crdt.doc import AssetDoc
+    from gaml.crdt.doc import AssetDoc
 
     doc = AssetDoc.new(b"\x01" * 16)
     doc.update(record_of(c.store.get(bobs)))
@@ -243,7 +243,7 @@ def test_state_survives_a_restart() -> None:
         store.index_factory,
         store.entropy,
     )
-    from node.core import Node
+    from gaml.node.core.node import Node
 
     b2 = Replica(Node(again, b.node.embedder))
     assert (b2.state(), b2.describe(), b2.boundary_ids()) == before
@@ -336,7 +336,7 @@ def sealed_by(rep: Replica, bid: bytes, kind: bytes, asset_id: str, data: bytes,
 def test_a_member_cannot_erase_or_overwrite_what_belongs_elsewhere() -> None:
     """A tenant member's tombstone of a local-only asset, and its snapshot rewriting a private asset (same id, owner,
     tenant, type; wider policy, other text), are refused: neither asset belongs to the tenant boundary here."""
-    from crdt.doc import AssetDoc
+    from gaml.crdt.doc import AssetDoc
 
     v, w, t = tenant_pair()
     (diary,) = v.node.put([{**private("my diary"), "privacy_scope": "local_only"}], NOW)
@@ -357,8 +357,8 @@ def test_a_member_cannot_erase_or_overwrite_what_belongs_elsewhere() -> None:
 def test_a_narrowed_asset_is_not_sealed_back_into_its_old_boundary() -> None:
     """V narrows an asset from its tenant to its own devices and writes a secret into it while W edits it in the
     tenant: V refuses W's snapshot (the merge would not belong to the tenant) and never seals the secret there."""
-    from crdt.doc import AssetDoc
-    from policy.model import PrivacyScope, ReplicationPolicy
+    from gaml.crdt.doc import AssetDoc
+    from gaml.policy.model import PrivacyScope, ReplicationPolicy
 
     v, w, t = tenant_pair()
     v.create("devices", "alice-devices", "alice", NOW)
@@ -380,7 +380,7 @@ def test_a_narrowed_asset_is_not_sealed_back_into_its_old_boundary() -> None:
 
 
 def test_an_erasure_a_crash_interrupted_is_finished_by_the_next_pump() -> None:
-    from policy.errors import StoreError
+    from gaml.policy.errors import StoreError
 
     a, b, bid = pair()
     (i,) = a.node.put([private("short-lived")], NOW)

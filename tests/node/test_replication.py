@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from crdt.objects import peek
-from node.client import Client
-from node.replica import Replica, record_of
-from policy.errors import Deleted, NotFound
+from gaml.crdt.objects import peek
+from gaml.node.core.replica import Replica, record_of
+from gaml.node.serve.client import Client
+from gaml.policy.errors import Deleted, NotFound
 from tests.node.p2p_util import (
     Daemon,
     Fleet,

@@ -1,4 +1,5 @@
-"""Governed retrieval (node/retrieve.py): privacy before ranking, grants, temporal resolution, explanations."""
+"""Governed retrieval (node/core/access/retrieve.py): privacy before ranking, grants, temporal resolution,
+explanations."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from node.core import Node
-from node.embed import HashEmbedder
-from node.retrieve import SearchRequest
-from policy.access import Grant, Location, Permission, PolicyError, Principal, UnknownPrincipal
-from policy.errors import InvalidInput
-from policy.model import Asset, AssetType, Level, Retention
+from gaml.node.core.access.retrieve import SearchRequest
+from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.node import Node
+from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, UnknownPrincipal
+from gaml.policy.errors import InvalidInput
+from gaml.policy.model import Asset, AssetType, Level, Retention
 from tests.node.conftest import NOW, memory_world
 from tests.policy.test_access import oracle
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from node.client import Client
-from node.rocks_kv import RocksKV
-from node.service import Unauthenticated
-from policy import crypto
-from policy.errors import StoreError
+from gaml.node.core.service import Unauthenticated
+from gaml.node.serve.client import Client
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
+from gaml.policy.errors import StoreError
 from tests.node.cli_util import run_cli
 from tests.node.daemon_util import KEY_HEX, ROOT, Home, make_home, remove_home, store_digest, thread_daemon
 
@@ -47,7 +47,7 @@ def test_a_port_in_use_is_a_clear_error_with_exit_code_2(home: Home) -> None:
         port = busy.getsockname()[1]
         env = {**os.environ, "GAML_KEYCHAIN_KEY": KEY_HEX, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run(
-            [sys.executable, "-m", "node.cli", "--home", str(home.path), "run", "--listen", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "gaml.node.cli", "--home", str(home.path), "run", "--listen", f"127.0.0.1:{port}"],
             capture_output=True,
             text=True,
             env=env,
@@ -211,7 +211,7 @@ def test_a_put_whose_later_batch_fills_the_disk_tells_what_was_committed(
     disk: a tmpfs cannot be mounted safely here.)"""
     drafts = home.path.parent / "two.jsonl"
     drafts.write_text("\n".join(json.dumps({**FACT, "payload": {"text": f"fact {i}"}}) for i in range(2)))
-    monkeypatch.setattr("node.home.RocksKV", FullDiskKV)
+    monkeypatch.setattr("gaml.node.home.RocksKV", FullDiskKV)
     monkeypatch.setattr(FullDiskKV, "asset_batches", 1)
     code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(drafts), "--batch", "1")
     assert code == 4 and "#1-#1 of 2 were committed" in err, err
@@ -223,7 +223,7 @@ def test_a_put_whose_later_batch_fills_the_disk_tells_what_was_committed(
     def full(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("node.files.FileBlobs.write", full)
+    monkeypatch.setattr("gaml.node.shells.files.FileBlobs.write", full)
     one = home.path.parent / "one.json"
     one.write_text(json.dumps({**FACT, "payload": {"text": "fact 9"}}))
     code, out, err = run_cli(capsys, "--home", str(home.path), "put", str(one))

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from node import certs
-from node.daemon import Daemon, Options
-from node.file_keychain import FileKeychain
-from node.rocks_kv import RocksKV
-from policy import crypto
-from policy.errors import InvalidInput, UnsafeFile
+from gaml.node.serve.daemon import Daemon, Options
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain
+from gaml.node.shells.rocks_kv import RocksKV
+from gaml.policy import crypto
+from gaml.policy.errors import InvalidInput, UnsafeFile
 from tests.node.cli_util import run_cli
 from tests.node.daemon_util import (
     KEY_HEX,

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from node.cli import main
+from gaml.node.cli import main
 from tests.node.daemon_util import store_digest
 
 KEY = "ab" * 32

@@ -21,9 +21,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from node.client import Client
-from policy.access import PolicyError
-from policy.errors import NotFound
+from gaml.node.serve.client import Client
+from gaml.policy.access import PolicyError
+from gaml.policy.errors import NotFound
 from tests.node.cli_util import cli_home, run_cli
 from tests.node.daemon_util import Home, make_home, mtls_client, remove_home, thread_daemon, unix_client
 
@@ -139,7 +139,7 @@ def status(call: object, *args: object) -> tuple[grpc.StatusCode, str]:
 def test_grpc_answers_an_unreadable_id_exactly_as_a_missing_one(served: tuple[Home, object]) -> None:
     """Over mTLS, bob's Get and Forget of alice's private asset and of an id that never existed answer the same
     NOT_FOUND with the same message; his Revoke of alice's grant to carol, that of a grant that never existed."""
-    from proto.gaml.v1 import memory_pb2
+    from gaml.proto.gaml.v1 import memory_pb2
 
     a, bob, carol = clients(served)
     with a, bob, carol:
@@ -200,12 +200,12 @@ def test_a_receipt_id_cannot_be_recomputed_from_a_guessed_goal() -> None:
     """The receipt id that goes into every owner's log is keyed with the node's keys: the same identity, memory and
     request under another master key give another id, so an owner holding everything but the keys cannot test a
     guess of the reader's goal against it."""
-    from node.hydrate import HydrationRequest, Hydrator
-    from node.kv import MemoryKV
-    from node.store import Store
-    from policy import crypto as pcrypto
-    from policy.access import Permission, Principal
-    from policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
+    from gaml.node.core.hydrate import HydrationRequest, Hydrator
+    from gaml.node.core.store.kv import MemoryKV
+    from gaml.node.core.store.store import Store
+    from gaml.policy import crypto as pcrypto
+    from gaml.policy.access import Permission, Principal
+    from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
     from tests.node.conftest import memory_world, new_keychain
 
     ids = []
@@ -216,8 +216,8 @@ def test_a_receipt_id_cannot_be_recomputed_from_a_guessed_goal() -> None:
         kc.put(NODE_MASTER_REF, master)
         identity = pcrypto.SigningKey(kc.get(NODE_IDENTITY_REF))
         store = Store.open(MemoryKV(), w.blobs, kc, identity, w.factory, pcrypto.SeededEntropy(1))
-        from node.core import Node
-        from node.embed import HashEmbedder
+        from gaml.node.core.embed import HashEmbedder
+        from gaml.node.core.node import Node
 
         node = Node(store, HashEmbedder(64))
         node.governance.add_principal(Principal("alice"))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from node.service import IngestFile
-from policy.errors import InvalidInput
+from gaml.node.core.service import IngestFile
+from gaml.policy.errors import InvalidInput
 from tests.node.cli_util import cli_home, run_cli
 from tests.node.daemon_util import gaml_process, make_home, remove_home, store_digest, thread_daemon, unix_client
 from tests.node.service_util import dump, service_node

@@ -23,9 +23,9 @@ from typing import Any
 import grpc
 import pytest
 
-from node.service import TooLarge
-from policy.errors import InvalidAsset, StoreError
-from proto.gaml.v1 import memory_pb2
+from gaml.node.core.service import TooLarge
+from gaml.policy.errors import InvalidAsset, StoreError
+from gaml.proto.gaml.v1 import memory_pb2
 from tests.node.daemon_util import (
     UNLOCK,
     gaml_process,
@@ -98,8 +98,8 @@ def test_an_asset_stored_deeper_than_the_limit_before_it_existed_breaks_no_searc
     """A public asset nested 60 deep, stored as the node stored it before the limit: every principal's Search keeps
     answering (it is left out of the hits, which a gRPC message cannot carry), Hydrate too (its frame may show it),
     its Get says why and what to do, and it can be forgotten."""
-    from node.home import open_node
-    from policy import model
+    from gaml.node.home import open_node
+    from gaml.policy import model
 
     home = make_home()
     try:

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from node.core import Node
-from node.kv import MemoryKV, Put
-from node.views import View
-from policy import crypto
-from policy.access import Principal as GovPrincipal
-from policy.errors import (
+from gaml.node.core.node import Node
+from gaml.node.core.store.kv import MemoryKV, Put
+from gaml.node.core.store.views import View
+from gaml.policy import crypto
+from gaml.policy.access import Principal as GovPrincipal
+from gaml.policy.errors import (
     BadSignature,
     Deleted,
     IndexMismatch,
@@ -28,8 +28,8 @@ from policy.errors import (
     StoreCorrupt,
     WrongKey,
 )
-from policy.model import Asset
-from policy.partitions import PartitionRef
+from gaml.policy.model import Asset
+from gaml.policy.partitions import PartitionRef
 from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
 
 ROOT = Path(__file__).resolve().parents[2]

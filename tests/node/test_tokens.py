@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from node import bpe
-from node.parsers import parse_locomo
-from node.tokens import _PIECE_RE, DEFAULT, HeuristicCounter, TokenCounter
-from policy.errors import GamlError
+from gaml.node.core.text.parsers import parse_locomo
+from gaml.node.core.tokens import _PIECE_RE, DEFAULT, HeuristicCounter, TokenCounter
+from gaml.node.shells import bpe
+from gaml.policy.errors import GamlError
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # Bounds on the aggregate error (Σ estimate / Σ true − 1) against cl100k_base. Measured when written (see
-# node/tokens.py and bench/results/tokens.md): LoCoMo 0.0 % (median per-turn |error| 0.0 %); README.md paragraphs
+# node/core/tokens.py and bench/results/tokens.md): LoCoMo 0.0 % (median per-turn |error| 0.0 %); README.md paragraphs
 # plus the lines of deploy/examples/session.jsonl −1.4 % (README −2.8 %, session +3.5 %).
 LOCOMO_AGGREGATE_MAX = 0.03
 LOCOMO_MEDIAN_MAX = 0.10

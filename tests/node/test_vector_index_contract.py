@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from node.hnsw_index import HnswFactory, HnswIndex
-from node.vectors import AdaptiveFactory, AdaptiveIndex, ExactFactory, IndexFactory
+from gaml.node.core.store.vectors import AdaptiveFactory, AdaptiveIndex, ExactFactory, IndexFactory
+from gaml.node.shells.hnsw_index import HnswFactory, HnswIndex
 from tests.contracts.vector_index import DIM, VECTOR_CHECKS, Check, clustered, ids_for
 
 THRESHOLD = 50

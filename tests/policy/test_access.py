@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.access import (
+from gaml.policy.access import (
     Decision,
     Grant,
     Location,
@@ -21,8 +21,8 @@ from policy.access import (
     declassify,
     inherit,
 )
-from policy.errors import InvalidAsset
-from policy.model import (
+from gaml.policy.errors import InvalidAsset
+from gaml.policy.model import (
     Asset,
     ExportPolicy,
     InferencePolicy,

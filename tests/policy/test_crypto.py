@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from policy import crypto, model
-from policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
-from policy.model import Asset
+from gaml.policy import crypto, model
+from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
+from gaml.policy.model import Asset
 
 VECTORS_PATH = Path(__file__).resolve().parents[1] / "vectors" / "crypto.json"
 REGENERATE = (

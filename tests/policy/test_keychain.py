@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from node.file_keychain import FileKeychain, Unlock
-from policy import crypto
-from policy.errors import KeychainError, WrongPassphrase
-from policy.keychain import Keychain, MemoryKeychain
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.policy import crypto
+from gaml.policy.errors import KeychainError, WrongPassphrase
+from gaml.policy.keychain import Keychain, MemoryKeychain
 
 PASSPHRASE = "correct horse battery staple"
 RAW_KEY = random.Random(0).randbytes(32)

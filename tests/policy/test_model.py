@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
-from policy.model import (
+from gaml.policy.errors import InvalidAsset, InvalidInput, PayloadTooDeep, UnknownEnumValue
+from gaml.policy.model import (
     MAX_PAYLOAD_DEPTH,
     Asset,
     AssetType,
@@ -25,7 +25,7 @@ from policy.model import (
     item_id,
     load_json,
 )
-from policy.partitions import PartitionRef, partition_for
+from gaml.policy.partitions import PartitionRef, partition_for
 
 NOW = 1_700_000_000_000_000
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.model import (
+from gaml.policy.model import (
     Asset,
     Creator,
     ExportPolicy,
@@ -28,7 +28,7 @@ from policy.model import (
     TrainingPolicy,
     content_id,
 )
-from policy.redact import (
+from gaml.policy.redact import (
     BASE64_ENTROPY_MIN_BITS,
     HEX_ENTROPY_MIN_BITS,
     KINDS,

@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from node.embed import HashEmbedder
-from policy.access import (
+from gaml.node.core.embed import HashEmbedder
+from gaml.policy.access import (
     PolicyError,
     Principal,
     PrincipalKind,
     WriteTarget,
     authorize_write,
 )
-from policy.model import PrivacyScope
+from gaml.policy.model import PrivacyScope
 from tests.node.service_util import dump, service_node
 
 NAMES = ("alice", "bob", "carol", "claude", "team-x")
@@ -150,7 +150,7 @@ def test_bobs_cross_tenant_write_is_refused_and_alices_member_write_is_not() -> 
 
 def test_an_ingest_into_a_foreign_tenant_is_refused_before_anything_is_parsed_into_the_store() -> None:
     """An ingest names its tenant: bob's ingest into acme is refused and writes nothing (no item, no watermark)."""
-    from node.service import IngestFile
+    from gaml.node.core.service import IngestFile
 
     node, service = service_node()
     before = dump(node)
@@ -183,8 +183,8 @@ def test_another_principals_memory_cannot_pass_for_the_readers_own_in_a_frame() 
 def test_an_asset_naming_anothers_source_cannot_touch_it_when_forgotten() -> None:
     """bob puts an L0 asset whose source pointer and position name alice's ingested session, then forgets it: alice's
     watermark is unchanged (no forgotten position, not marked for curation) and nothing of hers is recompiled."""
-    from node.service import IngestFile
-    from policy.model import SourcePointer
+    from gaml.node.core.service import IngestFile
+    from gaml.policy.model import SourcePointer
 
     node, service = service_node()
     alice, bob = (node.governance.principal(n) for n in ("alice", "bob"))

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from policy.errors import InvalidAsset, UnknownEnumValue
-from policy.model import (
+from gaml.policy.errors import InvalidAsset, UnknownEnumValue
+from gaml.policy.model import (
     Asset,
     AssetType,
     Creator,
@@ -26,8 +26,8 @@ from policy.model import (
     TrustClass,
     content_id,
 )
-from proto.convert import asset_from_pb, asset_to_json, asset_to_pb, draft_from_json
-from proto.gaml.v1 import asset_pb2
+from gaml.proto.convert import asset_from_pb, asset_to_json, asset_to_pb, draft_from_json
+from gaml.proto.gaml.v1 import asset_pb2
 
 T0 = 1_700_000_000_000_000  # microseconds since the Unix epoch
 

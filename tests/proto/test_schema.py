@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from policy import model
-from policy.model import ASSET_FIELDS, ENUM_FIELDS
-from proto.gaml.v1 import asset_pb2
+from gaml.policy import model
+from gaml.policy.model import ASSET_FIELDS, ENUM_FIELDS
+from gaml.proto.gaml.v1 import asset_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each proto and the files generated from it (a proto with a service also gets its _pb2_grpc.py).
@@ -29,26 +29,33 @@ def upper_snake(name: str) -> str:
 
 @pytest.mark.parametrize("proto", sorted(PROTOS))
 def test_generated_code_is_current(tmp_path: Path, proto: str) -> None:
-    """Regenerating a proto with the pinned grpcio-tools gives byte-identical committed generated files."""
+    """Regenerating a proto with the pinned grpcio-tools gives byte-identical committed generated files.
+
+    As `make proto` does, protoc reads the schema under the installed name, gaml/proto/… (so the generated imports are
+    ``gaml.proto.gaml.v1``), from a namespace tree whose gaml/proto links to the checkout's proto/."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "gaml").mkdir(parents=True)
+    (src / "gaml" / "proto").symlink_to(ROOT / "proto", target_is_directory=True)
+    out.mkdir()
     result = subprocess.run(
         [
             sys.executable,
             "-m",
             "grpc_tools.protoc",
-            f"-I{ROOT}",
-            f"--python_out={tmp_path}",
-            f"--pyi_out={tmp_path}",
-            f"--grpc_python_out={tmp_path}",
-            proto,
+            f"-I{src}",
+            f"--python_out={out}",
+            f"--pyi_out={out}",
+            f"--grpc_python_out={out}",
+            f"gaml/{proto}",
         ],
-        cwd=ROOT,
+        cwd=src,
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, f"protoc failed: {result.stderr}"
     for name in PROTOS[proto]:
-        fresh = (tmp_path / "proto/gaml/v1" / name).read_bytes()
+        fresh = (out / "gaml/proto/gaml/v1" / name).read_bytes()
         committed = (ROOT / "proto/gaml/v1" / name).read_bytes()
         assert fresh == committed, f"proto/gaml/v1/{name} is stale: run `make proto` and commit the result"
 

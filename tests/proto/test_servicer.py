@@ -7,9 +7,10 @@ import grpc
 import pytest
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
-from node.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
-from policy.access import Location, Permission, PolicyError, UnknownPrincipal
-from policy.errors import (
+from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.serve import servicer
+from gaml.policy.access import Location, Permission, PolicyError, UnknownPrincipal
+from gaml.policy.errors import (
     BadSignature,
     Deleted,
     InvalidAsset,
@@ -20,10 +21,9 @@ from policy.errors import (
     StoreCorrupt,
     UnknownEnumValue,
 )
-from policy.model import AssetType, Level, PrivacyScope
-from proto import servicer
-from proto.convert import draft_from_json, draft_pb_from_json
-from proto.gaml.v1 import memory_pb2
+from gaml.policy.model import AssetType, Level, PrivacyScope
+from gaml.proto.convert import draft_from_json, draft_pb_from_json
+from gaml.proto.gaml.v1 import memory_pb2
 
 METHODS = [m.name for m in memory_pb2.DESCRIPTOR.services_by_name["Memory"].methods]
 

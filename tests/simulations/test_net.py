@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulations.net import SimClock, SimNetwork
+from gaml.simulations.net import SimClock, SimNetwork
 
 
 class Echo:

@@ -1,12 +1,12 @@
 """The replication simulation (simulations/replication.py): 20 real nodes, three boundaries, 1,000 assets, a seeded
-faulty network. More seeds: ``make sim``; any failure names the seed (``python -m simulations --seed N``)."""
+faulty network. More seeds: ``make sim``; any failure names the seed (``python -m gaml.simulations --seed N``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from policy.errors import NotFound
-from simulations.replication import Cluster, Spec, check, run
+from gaml.policy.errors import NotFound
+from gaml.simulations.replication import Cluster, Spec, check, run
 
 
 @pytest.fixture(scope="module")

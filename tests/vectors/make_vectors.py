@@ -18,8 +18,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from policy import crypto, model  # noqa: E402
-from policy.model import Asset  # noqa: E402
+from gaml.policy import crypto, model  # noqa: E402
+from gaml.policy.model import Asset  # noqa: E402
 
 OUT = Path(__file__).with_name("crypto.json")
 

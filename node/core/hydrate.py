@@ -1,0 +1,1063 @@
+"""Hydration: the slice of memory a goal needs, under a token budget, at the right detail, with a receipt. Pure core.
+
+A request names a goal, a total budget and a **plane**: segments (a segment of memory, or ``*`` for every segment the
+plane does not name), each with its own budget, seed count, fact cap and walk settings. For each segment:
+
+1. **Jump.** The governed retrieval (:mod:`node.retrieve`, stages 1–6: identity, partitions, policy, trust, prefilter,
+   temporal) decides what the caller may use *before anything is ranked*; relevance (dense + BM25, fused by RRF)
+   ranks only that. Each hit stands for a *unit*: an ingested item (a hit on one of its facts or on its own summary
+   counts for the item), an arc (its L1/L2/L3 rungs are one unit at three levels), or a standalone asset. The best
+   ``seeds`` units are the **focus**. Items whose goal annotation matches the request's goal join the focus as goal
+   matches. When no embeddings can be used, lexical ranking stands in; when that finds nothing either, the most
+   recent items are the seeds, and the receipt declares the ``recency`` path and why.
+2. **Walk.** From each focus item: its neighbouring turns in the same arc (same source, same goal), and items
+   sharing one of its distinctive entities (an entity on more than :data:`COMMON_ENTITY_SHARE` of the partition's
+   assets, such as a conversation's speakers, leads nowhere). These are one hop from the focus. The rest of the
+   ranked units, up to the fact cap, are the periphery.
+3. **Level of detail by distance.** Focus units start at L0 (arcs at L1), one hop at L2, the periphery at L3. Then
+   the segment is fitted to its budget exactly: while it is over, the unit whose **demotion** loses the least value
+   per token saved moves one rung down (value: :data:`VALUE`, times the unit's score); only when every unit is at
+   L3 is the lowest-scored one cut. With room left, the unit whose promotion gains the most value per token moves
+   up, while it fits. What is left out is counted in a closing line (how many relevant items, and in which
+   sources), the skeleton breadcrumb of memory beyond the cutoff.
+4. **Resolution.** Superseded, expired and not-yet-valid assets never reach the candidates (stage 6); a fact
+   contradicted by a later authorized fact is left out of the frame and listed in the receipt.
+
+The levels of an item: L0 its verbatim text; L1 one sentence (its stored summary, or the sentence that best matches
+the goal); L2 its facts (``entity attribute value``), else its keywords; L3 a breadcrumb (its distinctive entities
+or keywords). A level that saves no tokens over the one above it is skipped.
+
+The frame is the rendered lines inside the memory envelope (:mod:`node.envelope`), grouped by source under a header
+with the source's title and date, each line starting with its handle (``m3``, or ``m3~L2`` below L0). The
+**receipt** accounts for every token: per fact its handle, ids, segment, level, why it is there (``seeded_by``),
+score and tokens; per segment its header and closing-line overhead; and the envelope's. Token counts come from a
+:class:`node.tokens.TokenCounter` whose count is additive across newlines, so the receipt's total is the frame's
+count. Each owner whose memory the frame holds gets the receipt (their part of it) in their access log.
+
+Deterministic: the same state and request give the same frame and receipt (ties break on ids).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import heapq
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from gaml.node.core.access.retrieve import Authorized, Relevance, SearchRequest
+from gaml.node.core.node import Node, display_text, whose
+from gaml.node.core.store.views import View
+from gaml.node.core.text import envelope, extract
+from gaml.node.core.tokens import HeuristicCounter, TokenCounter
+from gaml.policy.access import Location, Permission
+from gaml.policy.errors import InvalidInput
+from gaml.policy.model import Asset, AssetType, Level, canonical_json
+
+HYDRATION_MODES: Final = ("auto", "hybrid", "semantic", "lexical", "recency")
+SEEDED_BY: Final = ("relevance", "goal_match", "entity_expansion", "arc_neighbour", "recency")
+LEVEL_NAMES: Final = ("L0", "L1", "L2", "L3")
+# What a unit is worth at each level, relative to its verbatim text (times its score).
+VALUE: Final = (1.0, 0.7, 0.45, 0.12)
+ARC_VALUE: Final = (0.0, 0.4, 0.3, 0.08)  # an arc has no L0; a summary of many turns holds less of each
+COMMON_ENTITY_SHARE: Final = 0.05
+GOAL_MATCH: Final = 0.5  # word overlap (Jaccard) at which an item's goal matches the request's
+GOAL_WEIGHT: Final = 0.6  # a goal match scores this share of the best seed
+SECOND_HITS: Final = 0.3  # a unit hit through several assets (an item and its facts) adds this share of the others
+MAX_BUDGET: Final = 1_000_000
+MAX_GOAL_CHARS: Final = 8_000
+MAX_SEGMENTS: Final = 32
+FACT_TOKENS: Final = 24  # the default fact cap: one unit per this many tokens (a LoCoMo turn is about 30 at L0)
+RECORD_CACHE: Final = 50_000  # decrypted records kept between frames (dropped whenever the store changes)
+BEYOND_RESERVE: Final = 24  # tokens kept for a segment's closing line while it is fitted
+L1_CHARS: Final = 240
+L2_FACTS: Final = 4
+L3_TERMS: Final = 3
+SOURCE_LABEL: Final = "gaml"
+NODE_ID_CHARS: Final = 12  # the node named in the envelope (enough to tell a user's nodes apart)
+_WORD_RE: Final = re.compile(r"[a-z0-9]+")
+
+
+# -- the request -------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Walk:
+    """How far the walk goes from each focus item."""
+
+    neighbours: int = 1  # turns on each side, within the item's arc
+    entity_hops: int = 1  # 0: no entity expansion
+    entity_fanout: int = 3  # items reached per entity
+    decay: float = 0.5  # a walked unit scores this share of the unit it was reached from
+
+    def __post_init__(self) -> None:
+        for name, hi in (("neighbours", 8), ("entity_hops", 3), ("entity_fanout", 32)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= hi:
+                raise InvalidInput(f"walk.{name} must be an integer in [0, {hi}], got {v!r}")
+        if not isinstance(self.decay, (int, float)) or not 0.0 < self.decay <= 1.0:
+            raise InvalidInput(f"walk.decay must be in (0, 1], got {self.decay!r}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Segment:
+    """One segment of the plane: which memory, and what it may spend."""
+
+    name: str = "*"  # an asset segment, or * for every segment the plane does not name
+    budget: int = 0  # tokens; 0: whatever the total leaves (one segment at most)
+    seeds: int = 10
+    fact_cap: int = 0  # most units in the segment; 0: budget // FACT_TOKENS (at least seeds)
+    walk: Walk = Walk()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or len(self.name) > 200:
+            raise InvalidInput("a segment has a name (an asset segment, or *) of at most 200 characters")
+        for name, lo, hi in (("budget", 0, MAX_BUDGET), ("seeds", 1, 1000), ("fact_cap", 0, 5000)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise InvalidInput(f"segment {self.name}: {name} must be an integer in [{lo}, {hi}], got {v!r}")
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Segment:
+        if not isinstance(d, Mapping):
+            raise InvalidInput("a plane segment is a JSON object")
+        unknown = set(d) - {"name", "budget", "seeds", "fact_cap", "walk"}
+        if unknown:
+            raise InvalidInput(f"unknown plane segment field(s): {', '.join(sorted(unknown))}")
+        walk = d.get("walk", {})
+        if not isinstance(walk, Mapping):
+            raise InvalidInput("segment walk is a JSON object")
+        unknown = set(walk) - {f.name for f in dataclasses.fields(Walk)}
+        if unknown:
+            raise InvalidInput(f"unknown walk field(s): {', '.join(sorted(unknown))}")
+        fields = {k: v for k, v in d.items() if k != "walk"}
+        return cls(**fields, walk=Walk(**walk))
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # the walk nests as its own object
+
+
+def parse_plane(data: Any) -> tuple[Segment, ...]:
+    """A plane from JSON: a list of segments, or ``{"segments": [...]}``."""
+    if isinstance(data, Mapping):
+        data = data.get("segments")
+    if not isinstance(data, list) or not data:
+        raise InvalidInput('a plane is a non-empty list of segments (or {"segments": [...]})')
+    return tuple(Segment.from_json(d) for d in data)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HydrationRequest:
+    goal: str
+    principal: str
+    now: int
+    budget: int  # total tokens, envelope included
+    plane: tuple[Segment, ...] = ()  # empty: one * segment with the whole budget
+    purpose: Permission = Permission.CONTEXT
+    location: Location = Location.THIS_DEVICE
+    mode: str = "auto"  # auto (hybrid, degrading as needed), hybrid, semantic, lexical or recency
+    as_of: int = 0  # 0: now
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.goal, str) or not self.goal.strip():
+            raise InvalidInput("hydration needs a goal (non-empty text)")
+        if len(self.goal) > MAX_GOAL_CHARS:
+            raise InvalidInput(f"the goal is {len(self.goal)} characters; at most {MAX_GOAL_CHARS}")
+        if not isinstance(self.budget, int) or isinstance(self.budget, bool) or not 0 < self.budget <= MAX_BUDGET:
+            raise InvalidInput(f"budget must be an integer in [1, {MAX_BUDGET}], got {self.budget!r}")
+        if not isinstance(self.purpose, Permission):
+            raise InvalidInput("a hydration states its purpose (context, read, …)")
+        if not isinstance(self.location, Location):
+            raise InvalidInput("a hydration states where it executes")
+        if self.mode not in HYDRATION_MODES:
+            raise InvalidInput(f"mode is one of {', '.join(HYDRATION_MODES)}, not {self.mode!r}")
+        if len(self.plane) > MAX_SEGMENTS:
+            raise InvalidInput(f"a plane has at most {MAX_SEGMENTS} segments")
+        names = [s.name for s in self.plane]
+        if len(set(names)) != len(names):
+            raise InvalidInput("plane segment names repeat")
+        if sum(1 for s in self.plane if s.budget == 0) > 1:
+            raise InvalidInput("at most one plane segment may leave its budget to the remainder (budget 0)")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hydration:
+    frame: str
+    receipt: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frame": self.frame, "receipt": self.receipt}
+
+
+# -- units -------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(slots=True)
+class _Rep:
+    """One level of a unit: the asset it shows, the line, its tokens and the items it stands for."""
+
+    asset_id: str
+    line: str
+    tokens: int
+    covers: tuple[str, ...]
+
+
+@dataclasses.dataclass(slots=True)
+class _Unit:
+    key: str
+    kind: str  # item, arc or asset
+    pid: bytes
+    view: View  # the item, the arc's first rung, or the asset
+    score: float
+    seeded_by: str
+    distance: int  # 0 focus, 1 one hop, 2 periphery
+    members: tuple[str, ...] = ()  # an arc's rung ids (L1, L2, L3 where present)
+    covers: tuple[str, ...] = ()  # an arc's items that the caller may use (what it stands for in the receipt)
+    handle: str = ""
+    reps: list[_Rep | None] = dataclasses.field(default_factory=lambda: [None, None, None, None])
+    level: int = -1  # the level shown; -1: not in the frame
+    group: str = ""  # the source it is shown under
+
+    def value(self, level: int) -> float:
+        return self.score * (ARC_VALUE if self.kind == "arc" else VALUE)[level]
+
+    def lower(self) -> int | None:
+        """The next level down that saves tokens."""
+        cur = self.reps[self.level]
+        assert cur is not None
+        for lv in range(self.level + 1, 4):
+            r = self.reps[lv]
+            if r is not None and r.tokens < cur.tokens:
+                return lv
+        return None
+
+    def higher(self) -> int | None:
+        """The next level up that shows more (and costs more)."""
+        cur = self.reps[self.level]
+        assert cur is not None
+        for lv in range(self.level - 1, -1, -1):
+            r = self.reps[lv]
+            if r is not None and r.tokens > cur.tokens:
+                return lv
+        return None
+
+
+@dataclasses.dataclass(slots=True)
+class _Group:
+    header: str
+    tokens: int
+    order: tuple[int, str, int]  # (time, source id, first offset) for rendering
+    title: str = ""
+    present: int = 0
+
+
+# -- the hydrator ------------------------------------------------------------------------------------------------------
+
+
+class Hydrator:
+    def __init__(
+        self,
+        node: Node,
+        counter: TokenCounter | None = None,
+        *,
+        on_read: Callable[[Sequence[tuple[str, Level]], int], None] | None = None,
+    ) -> None:
+        self.node = node
+        self.store = node.store
+        self.retriever = node.retriever
+        self.counter = counter or HeuristicCounter()
+        self.on_read = on_read  # told what the frame holds (Ladder.visit keeps the tiers' heat)
+        # Records read for earlier frames, while the store has not changed (its journal position is the same): a
+        # running node serves many frames over the same memory, and opening a record (decrypt, verify the encoding,
+        # build the asset) is most of a frame's cost. Only ids already authorized for the current caller are looked
+        # up here; the cache never decides what a caller sees.
+        self._records: dict[str, Asset] = {}
+        self._records_seq = -1
+
+    def count(self, line: str) -> int:
+        return self.counter.count(line + "\n")
+
+    def hydrate(self, req: HydrationRequest) -> Hydration:
+        sreq = SearchRequest(
+            req.goal,
+            req.principal,
+            req.purpose,
+            req.now,
+            req.location,
+            k=1,
+            as_of=req.as_of,
+            mode={"semantic": "dense", "lexical": "lexical"}.get(req.mode, "hybrid"),
+        )
+        auth = self.retriever.authorize(sreq)
+        rid = self._receipt_id(req, auth)
+        source = f"{SOURCE_LABEL}:{self.store.node_id[:NODE_ID_CHARS]}"
+        head = envelope.open_tag(rid, source)
+        overhead = self.count(head) + self.counter.count(envelope.CLOSE_TAG)
+        plane = self._plane(req, overhead)
+        contradicted = self._contradicted(auth)
+        named = {s.name for s in plane if s.name != "*"}
+        paths: list[tuple[str, str]] = []
+        lines: list[str] = []
+        facts: list[dict[str, Any]] = []
+        segments: list[dict[str, Any]] = []
+        beyond_total = 0
+        beyond_where: dict[str, int] = {}
+        shown: list[_Unit] = []
+        for seg in plane:
+            keep = {
+                pid: {
+                    i
+                    for i in ids
+                    if (self.store._live[pid].views.views[i].segment in named) == (seg.name != "*")
+                    and (seg.name == "*" or self.store._live[pid].views.views[i].segment == seg.name)
+                }
+                - contradicted
+                for pid, ids in auth.keep.items()
+            }
+            titled = len(plane) > 1 or seg.name != "*"
+            out = self._segment(req, sreq, seg, auth, keep, len(facts), titled)
+            paths.append((out["path"], out["fallback"]))
+            lines += out["lines"]
+            facts += out["facts"]
+            shown += out["units"]
+            beyond_total += out["beyond"]
+            for where, n in out["where"].items():
+                beyond_where[where] = beyond_where.get(where, 0) + n
+            segments.append(
+                {
+                    "name": seg.name,
+                    "budget": out["budget"],
+                    "spent": out["spent"],
+                    "overhead": out["overhead"],
+                    "facts": len(out["facts"]),
+                    "beyond": out["beyond"],
+                }
+            )
+        frame = head + "\n" + "".join(line + "\n" for line in lines) + envelope.CLOSE_TAG
+        spent = overhead + sum(s["spent"] for s in segments)
+        path, fallback = _path(paths)
+        receipt: dict[str, Any] = {
+            "receipt": rid,
+            "at": req.now,
+            "caller": {"principal": req.principal, "purpose": req.purpose.value, "location": req.location.value},
+            "goal": req.goal,
+            "budget": {"total": req.budget, "spent": spent},
+            "counter": self.counter.name,
+            "path": path,
+            "fallback": fallback,
+            "partitions": sorted(self.store._live[pid].part.ref.name for pid, _ in auth.partitions),
+            "overhead": overhead,
+            "segments": segments,
+            "facts": facts,
+            "beyond": {
+                "relevant": beyond_total,
+                "where": [
+                    {"source": w, "items": n} for w, n in sorted(beyond_where.items(), key=lambda x: (-x[1], x[0]))
+                ],
+            },
+            "resolved": {"temporal": auth.resolved, "contradicted": sorted(contradicted)},
+        }
+        self._log(req, auth, receipt, shown)
+        return Hydration(frame, receipt)
+
+    # -- request checks --------------------------------------------------------------------------------------------
+
+    def _receipt_id(self, req: HydrationRequest, auth: Authorized) -> str:
+        """Derived from the node, its journal position, what the caller may use (a grant changes it without a write
+        to the journal), the embedder and the request: the same state and request, the same id. Keyed with the node's
+        keys: the id goes into every owner's log, and an owner must not be able to test guesses of the goal on it."""
+        usable = hashlib.blake2b(digest_size=16)
+        for id_ in sorted(set().union(*auth.keep.values()) if auth.keep else ()):
+            usable.update(id_.encode() + b"\n")
+        body = canonical_json(
+            {
+                "usable": usable.hexdigest(),
+                "embedder": self.node.embedder.id,
+                "node": self.store.node_id,
+                "seq": self.store.seq,
+                "goal": req.goal,
+                "principal": req.principal,
+                "now": req.now,
+                "budget": req.budget,
+                "plane": [s.to_json() for s in req.plane],
+                "purpose": req.purpose.value,
+                "location": req.location.value,
+                "mode": req.mode,
+                "as_of": req.as_of,
+                "counter": self.counter.name,
+            }
+        )
+        return "r_" + self.store.mac(b"receipt", body.encode())[:10].hex()
+
+    def _plane(self, req: HydrationRequest, overhead: int) -> tuple[Segment, ...]:
+        room = req.budget - overhead
+        if room <= 0:
+            raise InvalidInput(f"a budget of {req.budget} tokens is too small: the envelope alone takes {overhead}")
+        plane = req.plane or (Segment("*", room),)
+        fixed = sum(s.budget for s in plane)
+        if fixed > room:
+            raise InvalidInput(
+                f"the plane's segment budgets add up to {fixed} tokens, but the total of {req.budget} leaves {room} "
+                f"after the envelope ({overhead})"
+            )
+        return tuple(dataclasses.replace(s, budget=room - fixed) if s.budget == 0 else s for s in plane)
+
+    def _contradicted(self, auth: Authorized) -> set[str]:
+        """Authorized assets that a later authorized asset of the same owner contradicts: they are resolved out of the
+        frame (another principal's claim never silences an owner's memory)."""
+        every = set().union(*auth.keep.values()) if auth.keep else set()
+        out = set()
+        for pid, ids in auth.keep.items():
+            views = self.store._live[pid].views
+            for target, by in views.contradicted.items():
+                v = views.views.get(target)
+                if target not in ids or v is None:
+                    continue
+                for other in by:
+                    w = self.retriever.view(other)
+                    if (
+                        other in every
+                        and w is not None
+                        and w.owner_id == v.owner_id
+                        and (w.created_at, w.id) >= (v.created_at, v.id)
+                    ):
+                        out.add(target)
+                        break
+        return out
+
+    # -- one segment -----------------------------------------------------------------------------------------------
+
+    def _segment(
+        self,
+        req: HydrationRequest,
+        sreq: SearchRequest,
+        seg: Segment,
+        auth: Authorized,
+        keep: dict[bytes, set[str]],
+        handles_from: int,
+        titled: bool,
+    ) -> dict[str, Any]:
+        fact_cap = max(seg.fact_cap or seg.budget // FACT_TOKENS, seg.seeds)
+        depth = min(1000, max(3 * fact_cap, 60))
+        rel: Relevance | None = None
+        fallback = ""
+        path = "recency"
+        if req.mode != "recency":
+            rel = self.retriever.relevance(sreq, keep, depth)
+            path = _relevance_path(rel)
+            if rel.dense_error or (rel.dense_empty and sreq.mode != "lexical"):
+                fallback = rel.dense_error or rel.dense_empty
+            if not rel.ranked:
+                fallback = "; ".join(x for x in (fallback, "no relevance path found anything for the goal") if x)
+                rel, path = None, "recency"
+        else:
+            fallback = "recency was asked for"
+        units: dict[str, _Unit] = {}
+        if rel is not None:
+            self._jump(rel, keep, units)
+        else:
+            self._recent(keep, units, fact_cap)
+        focus = sorted(units.values(), key=_priority)[: seg.seeds]
+        for u in units.values():
+            u.distance = 2
+        for u in focus:
+            u.distance = 0
+        self._goal_matches(req.goal, keep, units, seg.seeds)
+        self._walk(seg.walk, keep, units)
+        ranked = sorted(units.values(), key=_priority)
+        chosen = ranked[:fact_cap]
+        left_out = ranked[fact_cap:]
+        for n, u in enumerate(chosen):
+            u.handle = f"m{handles_from + n + 1}"
+        groups = self._represent(req.goal, chosen, keep, auth.principal.user)
+        header = (
+            envelope.neutralize(f"# segment {seg.name}") if titled else ""
+        )  # a plane of one * segment needs no title
+        fixed = self.count(header) if header else 0
+        if fixed > seg.budget:  # not even the title fits: the segment stays empty, and all of it lies beyond
+            left_out, chosen, fixed, header = chosen + left_out, [], 0, ""
+        self._fit(chosen, groups, seg.budget - fixed - min(BEYOND_RESERVE, max(0, seg.budget - fixed)))
+        dropped = [u for u in chosen if u.level < 0] + left_out
+        kept = [u for u in chosen if u.level >= 0]
+        where: dict[str, int] = {}
+        for u in dropped:
+            g = groups.get(u.group)
+            label = g.title if g is not None and g.title else _source_label(u)
+            where[label] = where.get(label, 0) + 1
+        used = fixed + sum(g.tokens for g in groups.values() if g.present) + sum(_tok(u) for u in kept)
+        closing = self._closing(dropped, where, min(BEYOND_RESERVE, seg.budget - used))
+        used += self.count(closing) if closing else 0
+        self._promote(kept, seg.budget - used)
+        body_tokens = sum(_tok(u) for u in kept)
+        overhead = fixed + sum(g.tokens for g in groups.values() if g.present) + (self.count(closing) if closing else 0)
+        lines = [header] if header else []
+        for key, g in sorted(groups.items(), key=lambda kv: kv[1].order):
+            members = sorted((u for u in kept if u.group == key), key=_reading_order)
+            if not members:
+                continue
+            if g.header:
+                lines.append(g.header)
+            lines += [_rep(u).line for u in members]
+        if closing:
+            lines.append(closing)
+        facts = [
+            {
+                "handle": u.handle,
+                "id": _rep(u).asset_id,
+                "unit": u.key,
+                "kind": u.kind,
+                "segment": seg.name,
+                "level": LEVEL_NAMES[u.level],
+                "seeded_by": u.seeded_by,
+                "distance": u.distance,
+                "score": round(u.score, 6),
+                "tokens": _rep(u).tokens,
+                "covers": list(_rep(u).covers),
+            }
+            for u in sorted(kept, key=lambda u: int(u.handle[1:]))
+        ]
+        return {
+            "path": path,
+            "fallback": fallback,
+            "lines": lines if (kept or closing) else [],
+            "facts": facts,
+            "units": kept,
+            "budget": seg.budget,
+            "spent": (body_tokens + overhead) if (kept or closing) else 0,
+            "overhead": overhead if (kept or closing) else 0,
+            "beyond": len(dropped),
+            "where": where,
+        }
+
+    # -- jump ------------------------------------------------------------------------------------------------------
+
+    def _jump(self, rel: Relevance, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
+        """Each ranked hit joins the unit it stands for; a unit's score is its best hit plus a share of the others."""
+        hits: dict[str, list[float]] = {}
+        for id_, score, pid in rel.ranked:
+            unit = self._unit_of(id_, pid, keep)
+            if unit is None:
+                continue
+            if unit.key not in units:
+                units[unit.key] = unit
+            hits.setdefault(unit.key, []).append(score)
+        for key, scores in hits.items():
+            scores.sort(reverse=True)
+            units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
+
+    def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, set[str]]) -> _Unit | None:
+        views = self.store._live[pid].views
+        v = views.views[id_]
+        if v.is_item:
+            return _Unit(v.id, "item", pid, v, 0.0, "relevance", 0)
+        if len(v.derived_from) == 1:  # a fact of an item, or its own summary: the item is the unit
+            item = views.views.get(v.derived_from[0])
+            if item is not None and item.is_item and item.id in keep.get(pid, ()):
+                return _Unit(item.id, "item", pid, item, 0.0, "relevance", 0)
+        if v.asset_type is AssetType.BRIDGE_BLOCK and len(v.derived_from) > 1:
+            # An arc (or session) rung: its siblings over the same items are the same unit at other levels.
+            siblings = sorted(
+                (
+                    w
+                    for w in (views.views.get(i) for i in views.derivatives.get(v.derived_from[0], ()))
+                    if w is not None
+                    and w.asset_type is AssetType.BRIDGE_BLOCK
+                    and w.derived_from == v.derived_from
+                    and w.id in keep.get(pid, ())
+                ),
+                key=lambda w: (w.level.value, w.id),
+            )
+            first = siblings[0] if siblings else v
+            key = "arc:" + hashlib.blake2b("\x00".join(v.derived_from).encode(), digest_size=8).hexdigest()
+            return _Unit(key, "arc", pid, first, 0.0, "relevance", 0, tuple(w.id for w in siblings) or (v.id,))
+        if v.level is Level.L0 or not v.derived_from:
+            return _Unit(v.id, "asset", pid, v, 0.0, "relevance", 0)
+        return None  # a derivative whose sources this caller may not see, or of several items but no rung
+
+    def _recent(self, keep: dict[bytes, set[str]], units: dict[str, _Unit], n: int) -> None:
+        """Recency seeding: the newest items (and standalone assets), newest first."""
+        every = []
+        for pid, ids in keep.items():
+            views = self.store._live[pid].views.views
+            every += [(views[i], pid) for i in ids if views[i].is_item or not views[i].derived_from]
+        every.sort(key=lambda x: (-x[0].created_at, -x[0].source_start, x[0].id))
+        for rank, (v, pid) in enumerate(every[:n]):
+            kind = "item" if v.is_item else "asset"
+            units[v.id] = _Unit(v.id, kind, pid, v, 1.0 / (60 + rank + 1), "recency", 0)
+
+    def _goal_matches(self, goal: str, keep: dict[bytes, set[str]], units: dict[str, _Unit], n: int) -> None:
+        words = _content_words(goal)
+        if not words:
+            return
+        top = max((u.score for u in units.values()), default=1.0 / 61)
+        found: list[tuple[float, View, bytes, float]] = []
+        for pid, ids in keep.items():
+            views = self.store._live[pid].views
+            for g, members in views.goals.items():
+                other = _content_words(g)
+                sim = len(words & other) / len(words | other) if other else 0.0
+                if sim < GOAL_MATCH:
+                    continue
+                for i in members:
+                    if i in ids:
+                        v = views.views[i]
+                        found.append((sim, v, pid, -v.created_at))
+        found.sort(key=lambda f: (-f[0], f[3], -f[1].source_start, f[1].id))
+        for sim, v, pid, _ in found[:n]:
+            score = top * GOAL_WEIGHT * sim
+            u = units.get(v.id)
+            if u is None:
+                units[v.id] = _Unit(v.id, "item", pid, v, score, "goal_match", 0)
+            elif u.distance > 0 or u.score < score:
+                u.distance = 0
+                if u.score < score:
+                    u.score, u.seeded_by = score, "goal_match"
+
+    def _walk(self, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
+        frontier = sorted((u for u in units.values() if u.distance == 0 and u.kind == "item"), key=_priority)
+        for u in frontier:
+            if walk.neighbours:
+                self._neighbours(u, walk, keep, units)
+        for hop in range(1, walk.entity_hops + 1):
+            reached: list[_Unit] = []
+            for u in frontier:
+                reached += self._entity_walk(u, walk, keep, units, hop)
+            frontier = sorted(reached, key=_priority)
+
+    def _join(
+        self, units: dict[str, _Unit], v: View, pid: bytes, score: float, how: str, distance: int
+    ) -> _Unit | None:
+        u = units.get(v.id)
+        if u is None:
+            u = units[v.id] = _Unit(v.id, "item", pid, v, score, how, distance)
+            return u
+        if distance < u.distance:  # reached closer than it was ranked: it moves in, keeping the better score
+            u.distance = distance
+            if score > u.score:
+                u.score, u.seeded_by = score, how
+            return u
+        return None
+
+    def _neighbours(self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
+        views = self.store._live[u.pid].views
+        ids = keep.get(u.pid, set())
+        order = sorted(views.sources.get(u.view.source_id, {}).items(), key=lambda x: (x[1], x[0]))
+        at = next((n for n, (i, _) in enumerate(order) if i == u.key), None)
+        if at is None:
+            return
+        for step in range(1, walk.neighbours + 1):
+            for n in (at - step, at + step):
+                if 0 <= n < len(order) and order[n][0] in ids:
+                    v = views.views[order[n][0]]
+                    if v.goal == u.view.goal:
+                        self._join(units, v, u.pid, u.score * walk.decay**step, "arc_neighbour", 1)
+
+    def _entity_walk(
+        self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit], hop: int
+    ) -> list[_Unit]:
+        views = self.store._live[u.pid].views
+        ids = keep.get(u.pid, set())
+        total = max(1, len(views))
+        reached = []
+        for e in sorted({e.lower() for e in u.view.entities}):
+            members = views.entities.get(e, set())
+            if len(members) > COMMON_ENTITY_SHARE * total:
+                continue
+            # The members' items (a fact names an entity its item may not), nearest in time to the focus first.
+            items = set()
+            for i in members:
+                if i not in ids:
+                    continue
+                v = views.views[i]
+                if v.is_item:
+                    items.add(i)
+                elif len(v.derived_from) == 1 and v.derived_from[0] in ids and views.views[v.derived_from[0]].is_item:
+                    items.add(v.derived_from[0])
+            items.discard(u.key)
+            near = sorted(
+                (views.views[i] for i in items),
+                key=lambda v: (abs(v.created_at - u.view.created_at), v.source_id, v.source_start, v.id),
+            )
+            taken = 0
+            for v in near:
+                if taken == walk.entity_fanout:
+                    break
+                if v.id in units and units[v.id].distance <= hop:
+                    continue
+                joined = self._join(units, v, u.pid, u.score * walk.decay**hop, "entity_expansion", hop)
+                if joined is not None:
+                    reached.append(joined)
+                    taken += 1
+        return reached
+
+    # -- levels ----------------------------------------------------------------------------------------------------
+
+    def _represent(
+        self, goal: str, units: Sequence[_Unit], keep: Mapping[bytes, set[str]], reader: str
+    ) -> dict[str, _Group]:
+        """Fill each unit's levels (lines and tokens) and its starting level; the source groups they render under.
+        A line of memory that is not ``reader``'s own says whose it is (:func:`whose`).
+
+        An item's facts and summary are used only when they are in ``keep`` themselves (authorized for the caller,
+        and neither superseded, expired nor contradicted)."""
+        need: list[str] = []
+        allowed = set().union(*keep.values()) if keep else set()  # an arc's items may lie in other partitions
+        facts_of: dict[str, list[str]] = {}
+        summary_of: dict[str, str] = {}
+        for u in units:
+            if u.kind == "arc":
+                u.covers = tuple(i for i in u.view.derived_from if i in allowed)  # only items the caller may use
+                need += [*u.members, *u.covers[:1]]  # the first of them: its source's title
+                continue
+            need.append(u.key)
+            if u.kind != "item":
+                continue
+            views = self.store._live[u.pid].views
+            for d in sorted(views.derivatives.get(u.key, ())):
+                w = views.views.get(d)
+                if w is None or w.derived_from != (u.key,) or d not in allowed or w.owner_id != u.view.owner_id:
+                    continue  # another principal's "summary" of an item never speaks for it
+                if w.asset_type is AssetType.FACT:
+                    facts_of.setdefault(u.key, []).append(d)
+                elif w.asset_type is AssetType.BRIDGE_BLOCK and w.level is Level.L1:
+                    summary_of[u.key] = d
+            need += facts_of.get(u.key, [])[:L2_FACTS] + ([summary_of[u.key]] if u.key in summary_of else [])
+        found = self._get_many(need)
+        goal_words = _content_words(goal)
+        groups: dict[str, _Group] = {}
+        for u in units:
+            if u.kind == "arc":
+                self._arc_reps(u, found, reader)
+            else:
+                self._item_reps(u, found, facts_of.get(u.key, []), summary_of.get(u.key), goal_words, reader)
+            start = (0, 2, 3)[min(u.distance, 2)]
+            available = [lv for lv in range(4) if u.reps[lv] is not None]
+            if not available:
+                continue
+            u.level = min((lv for lv in available if lv >= start), default=available[-1])
+            u.group = u.view.source_id
+            if u.group not in groups:
+                groups[u.group] = self._group(u, found)
+        return groups
+
+    def _get_many(self, ids: Sequence[str]) -> dict[str, Asset | None]:
+        if self._records_seq != self.store.seq or len(self._records) > RECORD_CACHE:
+            self._records, self._records_seq = {}, self.store.seq
+        todo = [i for i in dict.fromkeys(ids) if i not in self._records]
+        for id_, asset in zip(todo, self.store.get_many(todo), strict=True):
+            if asset is not None:
+                self._records[id_] = asset
+        return {i: self._records.get(i) for i in ids}
+
+    def _group(self, u: _Unit, found: Mapping[str, Asset | None]) -> _Group:
+        if not u.group:
+            return _Group("", 0, (0, "", 0))
+        asset = found.get(u.key) if u.kind != "arc" else (found.get(u.covers[0]) if u.covers else None)
+        title = str(asset.payload.get("title", "")) if asset is not None else ""
+        when = datetime.fromtimestamp(u.view.created_at / 1e6, tz=UTC).strftime("%Y-%m-%d")
+        title = envelope.neutralize(_one_line(title) or u.group)
+        header = f"## {when} {title}"
+        return _Group(header, self.count(header), (u.view.created_at, u.group, u.view.source_start), title)
+
+    def _item_reps(
+        self,
+        u: _Unit,
+        found: Mapping[str, Asset | None],
+        fact_ids: Sequence[str],
+        summary_id: str | None,
+        goal_words: frozenset[str],
+        reader: str,
+    ) -> None:
+        asset = found.get(u.key)
+        if asset is None:  # pragma: no cover - the views follow the records
+            return
+        text = display_text(asset)
+        who = _speaker(asset)
+        prefix = whose(asset.owner_id, reader) + (f"{who}: " if who else "")
+        covers = (u.key,)
+        u.reps[0] = self._line(u.handle, 0, prefix + text, asset.id, covers)
+        summary = found.get(summary_id) if summary_id else None
+        sentence = _best_sentence(text, goal_words, str(summary.payload.get("text", "")) if summary else "", who)
+        if sentence and sentence != text:
+            rid = summary.id if summary is not None and sentence == summary.payload.get("text") else asset.id
+            u.reps[1] = self._line(u.handle, 1, prefix + sentence, rid, covers)
+        facts = [f for f in (found.get(i) for i in fact_ids[:L2_FACTS]) if f is not None]
+        if facts:
+            distilled = "; ".join(_one_line(str(f.payload.get("text", ""))) for f in facts)
+            u.reps[2] = self._line(u.handle, 2, prefix + distilled, facts[0].id, covers)
+        else:
+            terms = _terms(u.view, text, who, 6)
+            if terms:
+                u.reps[2] = self._line(u.handle, 2, prefix + ", ".join(terms), asset.id, covers)
+        crumbs = _terms(u.view, text, who, L3_TERMS)
+        u.reps[3] = self._line(u.handle, 3, prefix + (", ".join(crumbs) or asset.asset_type.value), asset.id, covers)
+        _monotone(u.reps)
+
+    def _arc_reps(self, u: _Unit, found: Mapping[str, Asset | None], reader: str) -> None:
+        """An arc's L1 summary and L2 distillation as stored; its L3 a breadcrumb of its skeleton's entities."""
+        for rid in u.members:
+            a = found.get(rid)
+            if a is None:  # pragma: no cover
+                continue
+            lv = LEVEL_NAMES.index(a.level.value.upper())
+            text = display_text(a) if lv < 3 else ", ".join(a.entities[:L3_TERMS]) or "skeleton"
+            label = f"{whose(a.owner_id, reader)}({len(a.derived_from)} turns) "
+            u.reps[lv] = self._line(u.handle, lv, label + text, a.id, u.covers)
+        _monotone(u.reps)
+
+    def _line(self, handle: str, level: int, text: str, asset_id: str, covers: tuple[str, ...]) -> _Rep:
+        tag = handle if level == 0 else f"{handle}~{LEVEL_NAMES[level]}"
+        line = envelope.neutralize(f"{tag} {_one_line(text) if level else _indented(text)}")
+        return _Rep(asset_id, line, self.count(line), covers)
+
+    # -- fitting ---------------------------------------------------------------------------------------------------
+
+    def _fit(self, units: list[_Unit], groups: dict[str, _Group], limit: int) -> None:
+        """Demote (least value lost per token saved first), then cut (lowest score first), until within ``limit``."""
+        present = [u for u in units if u.level >= 0]
+        for u in present:
+            groups[u.group].present += 1
+        used = sum(_tok(u) for u in present) + sum(g.tokens for g in groups.values() if g.present)
+        heap: list[tuple[float, int, int, int]] = []  # (loss per token, priority, version, index)
+        version = [0] * len(units)
+        order = {id(u): n for n, u in enumerate(sorted(units, key=_priority))}
+
+        def push(n: int) -> None:
+            u = units[n]
+            lv = u.lower() if u.level >= 0 else None
+            if lv is None:
+                return
+            saved = _tok(u) - _rep_at(u, lv).tokens
+            heapq.heappush(heap, ((u.value(u.level) - u.value(lv)) / saved, -order[id(u)], version[n], n))
+
+        for n in range(len(units)):
+            push(n)
+        cut_order = sorted((n for n, u in enumerate(units) if u.level >= 0), key=lambda n: order[id(units[n])])
+        while used > limit:
+            if heap:
+                _, _, ver, n = heapq.heappop(heap)
+                u = units[n]
+                if ver != version[n] or u.level < 0:
+                    continue
+                lv = u.lower()
+                if lv is None:
+                    continue
+                used -= _tok(u) - _rep_at(u, lv).tokens
+                u.level = lv
+                version[n] += 1
+                push(n)
+                continue
+            if not cut_order:
+                break
+            n = cut_order.pop()
+            u = units[n]
+            used -= _tok(u)
+            g = groups[u.group]
+            g.present -= 1
+            if not g.present:
+                used -= g.tokens
+            u.level = -1
+            version[n] += 1
+
+    def _promote(self, units: list[_Unit], room: int) -> None:
+        """With ``room`` tokens left, raise units (most value gained per token first) while each step fits."""
+        heap: list[tuple[float, str, int]] = []
+        for n, u in enumerate(units):
+            self._push_up(heap, u, n)
+        while heap and room > 0:
+            _, _, n = heapq.heappop(heap)
+            u = units[n]
+            lv = u.higher()
+            if lv is None:
+                continue
+            extra = _rep_at(u, lv).tokens - _tok(u)
+            if extra > room:
+                continue  # room only shrinks: this step will never fit
+            room -= extra
+            u.level = lv
+            self._push_up(heap, u, n)
+
+    @staticmethod
+    def _push_up(heap: list[tuple[float, str, int]], u: _Unit, n: int) -> None:
+        lv = u.higher()
+        if lv is not None:
+            extra = _rep_at(u, lv).tokens - _tok(u)
+            heapq.heappush(heap, (-(u.value(lv) - u.value(u.level)) / extra, u.handle, n))
+
+    def _closing(self, dropped: Sequence[_Unit], where: Mapping[str, int], room: int) -> str:
+        """The breadcrumb of what lies beyond the frame, as long as fits in ``room`` tokens ("" when nothing)."""
+        if not dropped:
+            return ""
+        places = sorted(where.items(), key=lambda kv: (-kv[1], kv[0]))
+        for k in range(len(places), -1, -1):
+            listed = ", ".join(f"{w} ({n})" for w, n in places[:k])
+            more = "" if k == len(places) else (f" and {len(places) - k} more" if k else "")
+            line = f"… {len(dropped)} more relevant items beyond this frame" + (f": {listed}{more}" if k else "")
+            line = envelope.neutralize(line)
+            if self.count(line) <= room:
+                return line
+        return ""
+
+    # -- the access log --------------------------------------------------------------------------------------------
+
+    def _log(self, req: HydrationRequest, auth: Authorized, receipt: Mapping[str, Any], shown: Sequence[_Unit]) -> None:
+        via: dict[str, str] = {}
+        for ids in auth.auth.values():
+            via.update(ids)
+        items = []
+        reads = []
+        for u in shown:
+            r = _rep(u)
+            v = self.retriever.view(r.asset_id)
+            owner = v.owner_id if v is not None else u.view.owner_id
+            items.append(
+                (
+                    owner,
+                    {
+                        "id": r.asset_id,
+                        "level": LEVEL_NAMES[u.level].lower(),
+                        "path": u.seeded_by,
+                        "via": via.get(r.asset_id, via.get(u.key, "")),
+                        "handle": u.handle,
+                        "tokens": r.tokens,
+                    },
+                )
+            )
+            reads.append((r.asset_id, Level(LEVEL_NAMES[u.level].lower())))
+        detail = {"receipt": receipt["receipt"], "path": receipt["path"]}
+        private = {"goal": receipt["goal"], "budget": receipt["budget"]}  # the reader's own log only
+        self.node.governance.log_read(
+            auth.principal, req.purpose, req.location, req.now, "hydrate", items, detail=detail, private=private
+        )
+        if self.on_read is not None and reads:
+            self.on_read(reads, req.now)
+
+
+# -- helpers -----------------------------------------------------------------------------------------------------------
+
+
+def _priority(u: _Unit) -> tuple[float, int, str]:
+    return (-u.score, u.distance, u.key)
+
+
+def _reading_order(u: _Unit) -> tuple[int, int, str]:
+    return (u.view.created_at, u.view.source_start, u.key)
+
+
+def _rep(u: _Unit) -> _Rep:
+    return _rep_at(u, u.level)
+
+
+def _rep_at(u: _Unit, level: int) -> _Rep:
+    r = u.reps[level]
+    assert r is not None
+    return r
+
+
+def _tok(u: _Unit) -> int:
+    return _rep(u).tokens
+
+
+def _monotone(reps: list[_Rep | None]) -> None:
+    """Keep only levels that cost fewer tokens than every level above them (a lower rung must save something)."""
+    best = None
+    for lv, r in enumerate(reps):
+        if r is None:
+            continue
+        if best is not None and r.tokens >= best:
+            reps[lv] = None
+        else:
+            best = r.tokens
+
+
+def _relevance_path(rel: Relevance) -> str:
+    if rel.dense and rel.lexical:
+        return "hybrid"
+    if rel.dense:
+        return "semantic"
+    if rel.lexical:
+        return "lexical"
+    return "recency"
+
+
+def _path(paths: Sequence[tuple[str, str]]) -> tuple[str, str | None]:
+    """The receipt's path: the weakest any segment took (a degraded path is always declared), and why."""
+    order = ("hybrid", "semantic", "lexical", "recency")
+    if not paths:
+        return "recency", "the plane has no segment"
+    worst = max(paths, key=lambda p: order.index(p[0]))
+    reasons = sorted({r for _, r in paths if r})
+    return worst[0], "; ".join(reasons) or None
+
+
+def _source_label(u: _Unit) -> str:
+    return u.view.source_id or u.view.asset_type.value
+
+
+def _speaker(asset: Asset) -> str:
+    for k in ("speaker", "role"):
+        v = asset.payload.get(k)
+        if isinstance(v, str) and v:
+            return _one_line(v)[:60]
+    return ""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _indented(text: str) -> str:
+    """A verbatim text whose every line but the first is indented: no line it holds can pass for a line of the frame
+    (a handle's line, a source header, another principal's unlabelled words)."""
+    return "\n  ".join(text.splitlines())
+
+
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD_RE.findall(text.lower()) if w not in extract.STOPWORDS)
+
+
+def _best_sentence(text: str, goal_words: frozenset[str], summary: str, speaker: str) -> str:
+    """The item's L1: the sentence sharing most words with the goal (the speaker's name aside; the longer of equals),
+    else its stored summary, else its longest sentence; "" when the item is a single sentence with no summary."""
+    parts = extract.sentences(text)
+    if len(parts) <= 1 and not summary:
+        return ""
+    words = goal_words - _content_words(speaker)
+    best, best_key = "", (0, 0)
+    for s in parts:
+        key = (len(words & _content_words(s)), len(s))
+        if key[0] and key > best_key:
+            best, best_key = s, key
+    chosen = best or summary or max(parts, key=len, default="")
+    if len(chosen) > L1_CHARS:
+        chosen = extract.head_tail(chosen, L1_CHARS)
+    return chosen
+
+
+def _terms(v: View, text: str, speaker: str, k: int) -> list[str]:
+    """Distinctive terms: the item's entities (not the speaker), then its longer content words in order."""
+    out: list[str] = []
+    seen = {speaker.lower()}
+    for t in [*v.entities, *_WORD_RE.findall(text.lower())]:
+        low = t.lower()
+        if low in seen or "redacted" in low or (t.islower() and (len(t) < 4 or low in extract.STOPWORDS)):
+            continue
+        seen.add(low)
+        out.append(t)
+        if len(out) == k:
+            break
+    return out
+
+
+__all__ = [
+    "HYDRATION_MODES",
+    "SEEDED_BY",
+    "Hydration",
+    "HydrationRequest",
+    "Hydrator",
+    "Segment",
+    "Walk",
+    "parse_plane",
+]

@@ -1,0 +1,389 @@
+"""``MemoryService``: what a node does for an authenticated caller. Pure: time comes in as ``now``.
+
+The gRPC servicer (``node/serve/servicer.py``) only translates protobuf to these calls and back; the daemon
+(``node/serve/daemon.py``) authenticates the caller and runs each call on the node's core thread. Identity is an
+argument here, already established by the transport, never a field of the request:
+
+- a caller writes, ingests, forgets, grants and reads the access log of **its own user's** memory only (an agent acting
+  on behalf of a user acts as that user);
+- every read states its purpose and location and goes through the governed paths (``Node.read``, the retriever's
+  stages, the hydrator), which log it in the owners' access logs.
+
+``Limits`` holds the per-principal rate and size limits, and ``RateLimiter`` a token bucket per principal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from gaml.node.core.access.retrieve import Result
+from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
+from gaml.node.core.memory.ladder import ErasureReceipt, Ladder
+from gaml.node.core.node import Node
+from gaml.node.core.text.parsers import FORMATS, parse
+from gaml.node.core.tokens import TokenCounter
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, UnknownPrincipal
+from gaml.policy.errors import GamlError, InvalidInput
+from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
+
+MAX_SEARCH_K: Final = 1000
+MAX_LOG_LIMIT: Final = 10_000
+DEFAULT_LOG_LIMIT: Final = 100
+
+
+class RateLimited(GamlError):
+    """The caller made more calls than its rate limit allows; ``retry_after_s`` says when the next one fits."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TooLarge(GamlError):
+    """A request (or an ingest stream) is over the caller's size limit."""
+
+
+class DeadlineExceeded(GamlError):
+    """The call's deadline passed before the node started its work (nothing was done)."""
+
+
+class Unauthenticated(GamlError):
+    """The caller presented no identity this node accepts (or a revoked one)."""
+
+
+class Unavailable(GamlError):
+    """The node is shutting down, or no daemon answers."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Limit:
+    """One principal's limits: a token bucket of calls, and the largest request and ingest stream in bytes."""
+
+    calls_per_second: float = 200.0
+    burst: int = 400
+    max_request_bytes: int = 8 << 20
+    max_ingest_bytes: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        if not (self.calls_per_second > 0 and self.burst >= 1):
+            raise InvalidInput("a rate limit needs calls_per_second > 0 and burst >= 1")
+        if self.max_request_bytes < 1024 or self.max_ingest_bytes < 1024:
+            raise InvalidInput("size limits are at least 1024 bytes")
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], base: Limit | None = None) -> Limit:
+        if not isinstance(d, Mapping):
+            raise InvalidInput(f"limits are an object of settings, got {type(d).__name__}")
+        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise InvalidInput(f"unknown limit settings: {', '.join(sorted(unknown))}")
+        for key, value in d.items():
+            whole = key != "calls_per_second"
+            if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or not value > 0:
+                kind = "a positive whole number" if whole else "a positive number"
+                raise InvalidInput(f"the limit {key!r} is {value!r}; it is {kind}")
+        return dataclasses.replace(base or cls(), **d)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Limits:
+    """The default limit and per-principal overrides.
+
+    ``config.json``: ``{"limits": {"calls_per_second": …, "principals": {id: {…}}}}``.
+    """
+
+    default: Limit = Limit()
+    principals: Mapping[str, Limit] = dataclasses.field(default_factory=dict)
+
+    def of(self, principal: str) -> Limit:
+        return self.principals.get(principal, self.default)
+
+    @property
+    def largest_request_bytes(self) -> int:
+        """What the transport must accept before a per-principal check can refuse it."""
+        return max([self.default.max_request_bytes, *(p.max_request_bytes for p in self.principals.values())])
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Limits:
+        d = dict(d)
+        per = d.pop("principals", {}) or {}
+        if not isinstance(per, Mapping):
+            raise InvalidInput("limits.principals is an object of principal id -> limits")
+        default = Limit.from_json(d)
+        return cls(default, {str(k): Limit.from_json(v, default) for k, v in per.items()})
+
+
+class RateLimiter:
+    """A token bucket per principal, refilled at its ``calls_per_second`` up to its ``burst``. Bounded: a bucket is
+    dropped once it has been full for a while (a full bucket carries no state)."""
+
+    MAX_BUCKETS: Final = 100_000
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._buckets: dict[str, tuple[float, float]] = {}  # principal -> (tokens, at seconds)
+
+    def take(self, principal: str, now_s: float) -> None:
+        """Spend one call of ``principal``'s bucket, or raise :class:`RateLimited`."""
+        lim = self.limits.of(principal)
+        tokens, at = self._buckets.get(principal, (float(lim.burst), now_s))
+        tokens = min(float(lim.burst), tokens + max(0.0, now_s - at) * lim.calls_per_second)
+        if tokens < 1.0:
+            self._buckets[principal] = (tokens, now_s)
+            wait = (1.0 - tokens) / lim.calls_per_second
+            raise RateLimited(
+                f"{principal} is over its rate limit ({lim.calls_per_second:g} calls/s, burst {lim.burst}); "
+                f"retry in {wait:.3f} s",
+                wait,
+            )
+        self._buckets[principal] = (tokens - 1.0, now_s)
+        if len(self._buckets) > self.MAX_BUCKETS:
+            self._buckets = {
+                p: (t, a)
+                for p, (t, a) in self._buckets.items()
+                if t + (now_s - a) * self.limits.of(p).calls_per_second < self.limits.of(p).burst
+            }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IngestFile:
+    """One file of an ingest call: its name, bytes and settings."""
+
+    name: str
+    data: bytes
+    format: str = ""
+    tenant: str = ""
+    segment: str = ""
+    scope: PrivacyScope = PrivacyScope.USER_PRIVATE
+    item_budget: int = 5000
+    replication: ReplicationPolicy = ReplicationPolicy.NONE
+
+    def __post_init__(self) -> None:
+        if not self.name or len(self.name) > 4096 or "\x00" in self.name:
+            raise InvalidInput("an ingested file needs a name (at most 4096 characters, no NUL)")
+        if self.format and self.format not in FORMATS:
+            raise InvalidInput(f"unknown format {self.format!r}: use one of {', '.join(FORMATS)}")
+        if not 0 < self.item_budget <= 1_000_000:
+            raise InvalidInput(f"item_budget must be in [1, 1000000], got {self.item_budget}")
+
+
+class MemoryService:
+    """The node's calls for an authenticated principal. One instance per node; not thread-safe (one core thread)."""
+
+    def __init__(
+        self,
+        node: Node,
+        ingestor: Ingestor,
+        ladder: Ladder,
+        counter: Callable[[str], TokenCounter],
+    ) -> None:
+        self.node = node
+        self.ingestor = ingestor
+        self.ladder = ladder
+        self._counter = counter
+        self._hydrators: dict[str, Hydrator] = {}
+
+    # -- identity ---------------------------------------------------------------------------------------------------
+
+    def principal(self, id_: str) -> Principal:
+        """The registered principal an authenticated identity names (``UnknownPrincipal`` if none)."""
+        return self.node.governance.principal(id_)
+
+    def ensure_user(self, id_: str) -> Principal:
+        """The principal ``id_``, registered as a user first if the node does not know it.
+
+        Only authenticated identities reach here: the node's local principal, or the principal of a client certificate
+        the node's own CA issued (issuing it was the administrator's decision). A principal registered with a kind,
+        roles or an ``on_behalf_of`` keeps them."""
+        try:
+            return self.principal(id_)
+        except UnknownPrincipal:
+            return self.node.governance.add_principal(Principal(id_, PrincipalKind.USER))
+
+    # -- writes -----------------------------------------------------------------------------------------------------
+
+    def put(
+        self, caller: Principal, drafts: Sequence[Mapping[str, Any]], now: int, *, check_only: bool = False
+    ) -> list[str]:
+        """Store drafts of the caller's user's memory (the owner by default), as one atomic batch, each write
+        authorized first (:meth:`Node.authorize_writes`): a refusal writes nothing. ``check_only``: build and
+        authorize them, write nothing, and return the ids they would get."""
+        if not drafts:
+            raise InvalidInput("a put needs at least one asset")
+        built = []
+        for i, d in enumerate(drafts):
+            fields = dict(d)
+            fields["owner_id"] = fields.get("owner_id") or caller.user
+            try:
+                built.append(self.node.build(fields, now))
+            except GamlError as e:
+                raise type(e)(f"asset #{i + 1}: {e}") from None
+        if check_only:
+            self.node.authorize_writes(caller, built)
+            return [a.id for a in built]
+        return self.node.put(built, now, by=caller)
+
+    def ingest(
+        self, caller: Principal, files: Sequence[IngestFile], now: int, *, curate: bool = True
+    ) -> dict[str, Any]:
+        """Parse and ingest files into the caller's user's journal, then curate what changed (unless told not to).
+
+        Files are parsed before anything is written, so a malformed one refuses the whole call and writes nothing."""
+        if not files:
+            raise InvalidInput("an ingest needs at least one file")
+        out: dict[str, Any] = {"files": len(files)}
+        total: dict[str, Any] = {}
+        parsed = [(f, parse(f.data, f.name.rsplit("/", 1)[-1], f.format or None, origin=f.name)) for f in files]
+        options = [
+            IngestOptions(
+                owner=caller.user,
+                tenant=f.tenant,
+                segment=f.segment,
+                scope=f.scope,
+                replication=f.replication,
+                item_budget=f.item_budget,
+            )
+            for f in files
+        ]
+        self.node.authorize_writes(caller, [o.target() for o in options])
+        self.ingestor.check([(sources, opts) for (_, sources), opts in zip(parsed, options, strict=True)])
+        for (_, sources), opts in zip(parsed, options, strict=True):
+            report = self.ingestor.ingest(sources, opts, now).to_json()
+            for k, v in report.items():
+                if isinstance(v, int):
+                    total[k] = total.get(k, 0) + v
+                elif isinstance(v, dict):
+                    acc = total.setdefault(k, {})
+                    for kk, vv in v.items():
+                        acc[kk] = acc.get(kk, 0) + vv
+                else:
+                    total.setdefault(k, []).extend(x for x in v if x not in total.get(k, []))
+        out.update(total)
+        dirty = out.get("dirty", [])
+        if curate and dirty:
+            out["curation"] = self.ladder.curate(now, dirty).to_json()
+        return out
+
+    def forget(self, caller: Principal, id_: str, now: int) -> ErasureReceipt:
+        return self.ladder.forget(id_, now, by=caller.id)
+
+    def grant(
+        self,
+        caller: Principal,
+        grantee: str,
+        max_level: Level,
+        now: int,
+        *,
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        time_from: int = 0,
+        time_to: int = 0,
+        expires_at: int = 0,
+    ) -> Grant:
+        g = Grant(
+            caller.user, grantee, max_level, now, frozenset(segments), frozenset(tags), time_from, time_to, expires_at
+        )
+        return self.node.governance.grant(g)
+
+    def revoke(self, caller: Principal, grant_id: str, now: int) -> Grant:
+        return self.node.governance.revoke(grant_id, caller, now)
+
+    # -- reads ------------------------------------------------------------------------------------------------------
+
+    def get(self, caller: Principal, id_: str, purpose: Permission, location: Location, now: int) -> Asset:
+        return self.node.read(id_, caller.id, now, purpose=purpose, location=location)
+
+    def search(
+        self,
+        caller: Principal,
+        text: str,
+        now: int,
+        *,
+        k: int = 10,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "hybrid",
+        as_of: int = 0,
+        types: Sequence[AssetType] = (),
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+    ) -> list[Result]:
+        if not 0 < k <= MAX_SEARCH_K:
+            raise InvalidInput(f"k must be in [1, {MAX_SEARCH_K}], got {k}")
+        return self.node.search(
+            text,
+            caller.id,
+            now,
+            k=k,
+            purpose=purpose,
+            location=location,
+            mode=mode,
+            as_of=as_of,
+            types=frozenset(types),
+            segments=frozenset(segments),
+            tags=frozenset(tags),
+            entities=frozenset(entities),
+        )
+
+    def hydrate(
+        self,
+        caller: Principal,
+        goal: str,
+        budget: int,
+        now: int,
+        *,
+        plane: Sequence[Segment] = (),
+        purpose: Permission = Permission.CONTEXT,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "auto",
+        as_of: int = 0,
+        counter: str = "heuristic",
+    ) -> Hydration:
+        req = HydrationRequest(
+            goal, caller.id, now, budget, tuple(plane), purpose=purpose, location=location, mode=mode, as_of=as_of
+        )
+        hydrator = self._hydrators.get(counter)
+        if hydrator is None:
+            hydrator = Hydrator(self.node, self._counter(counter), on_read=self.ladder.visit)
+            self._hydrators[counter] = hydrator
+        return hydrator.hydrate(req)
+
+    def grants(self, caller: Principal) -> tuple[list[Grant], list[Grant]]:
+        """(grants of the caller's memory, grants the caller holds)."""
+        gov = self.node.governance
+        return gov.grants(owner=caller.user), gov.grants_for(caller)
+
+    def access_log(self, caller: Principal, limit: int = DEFAULT_LOG_LIMIT) -> list[dict[str, Any]]:
+        if not 0 < limit <= MAX_LOG_LIMIT:
+            raise InvalidInput(f"limit must be in [1, {MAX_LOG_LIMIT}], got {limit}")
+        return self.node.governance.access_log(caller.user, caller, limit=limit)
+
+    def status(self) -> dict[str, Any]:
+        s = self.node.store.stats()
+        return {
+            "node_id": self.node.node_id,
+            "embedder": self.node.embedder.id,
+            "assets": s.assets,
+            "tombstones": s.tombstones,
+            "journal_seq": s.journal_seq,
+            "indexed": s.indexed,
+            "pending": s.pending,
+        }
+
+
+__all__ = [
+    "DeadlineExceeded",
+    "IngestFile",
+    "Limit",
+    "Limits",
+    "MemoryService",
+    "RateLimited",
+    "RateLimiter",
+    "TooLarge",
+    "Unauthenticated",
+    "Unavailable",
+]

@@ -1,0 +1,279 @@
+"""A BM25 inverted index over the ``KV``, one per partition, whose updates are ops for the store's own commit.
+
+The index is pure core: it reads through the ``KV`` it is given, never writes (``doc_ops`` *returns* the ops, so the
+store puts them in the same atomic commit as the asset), and uses no clock or randomness.
+
+Tokens (:func:`tokenize`)
+    NFKC-normalised, case-folded text; the typographic apostrophe (U+2019) becomes ``'``. Tokens are runs of
+    ``[\\w']`` (Unicode letters, digits and ``_``, with inner apostrophes: ``o'clock``), with surrounding apostrophes
+    and a possessive ``'s`` stripped. Dropped: tokens longer than :data:`TOKEN_CHARS_MAX` (64) characters and the
+    :data:`STOPWORDS` (Lucene's classic 33-word English stop set). Numbers are kept. Tokens of four or more
+    characters then go through a minimal plural stemmer (Harman's "S" stemmer, as Lucene's ``EnglishMinimalStemmer``
+    applies it): ``-ies`` becomes ``-y`` unless preceded by ``a`` or ``e`` (``queries`` → ``query``); ``-es`` after
+    ``a``, ``e``, ``i`` or ``o`` is kept (``trees``, ``goes``); a final ``s`` is otherwise removed unless the word
+    ends in ``ss`` or ``us`` (``cats`` → ``cat``, ``horses`` → ``horse``, ``class`` and ``status`` unchanged).
+
+Layout (space ``index``; the store uses other first bytes there: ``y s o n e g m t T``)
+
+==========================================  =================================================================
+key                                         value
+==========================================  =================================================================
+``L`` pid(16) blind(term)(16) sid(16)       ``>II`` term frequency, document length (in tokens)
+``l`` pid(16)                               ``>QQ`` document count, total length (in tokens) of the partition
+==========================================  =================================================================
+
+``blind`` is the caller's keyed hash (16 bytes), so no term is on disk in the clear; term frequencies and document
+lengths are (as small integers). A document is *in* the index when its text has at least one token: a document
+whose text is absent (``None``) or has no tokens has no postings and is not counted, so the statistics always equal
+a recount from the postings alone.
+
+Scoring (:meth:`LexicalIndex.search`): for the query's distinct tokens ``t`` (at most :data:`QUERY_TERMS_MAX`, the
+first ones in query order), over the one partition,
+
+    score(d) = Σ_t idf(t) · tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl)),   k1 = 1.2, b = 0.75,
+    idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)),   avgdl = total length / N,
+
+with ``N`` and the total length from the partition's statistics and ``df`` the number of postings of ``t`` in the
+partition. Only the postings of the query's terms are read (one prefix scan per term). ``allowed(sid)`` is decided
+for each posting before it is scored or kept: an excluded document is never scored and never enters a candidate
+set. ``df`` (hence ``idf``) still counts every posting, excluded ones included: it is a statistic of the partition,
+identical for every caller, so a score reveals nothing about which documents the filter excluded (a ``df`` counted
+after filtering would). Results are the best ``k``, by score descending then ``sid`` ascending.
+
+The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
+change several documents of a partition, so ``doc_ops`` cannot read the statistics from disk for each of them. The
+index keeps two caches of ``(count, total)`` per partition: *committed* (what is on disk; loaded lazily) and
+*staged* (what the ops produced since the last commit will leave on disk). ``doc_ops`` starts from the staged value
+(else the committed one) and stages the result; successive calls chain, so their ops must be committed together, in
+call order (the last statistics ``Put`` of a partition holds the final value). After the ``KV`` commit the store
+calls exactly one of:
+
+- ``commit_staged()``: it succeeded; the staged values become the committed ones;
+- ``discard_staged()``: it failed (or was abandoned); the staged values are dropped, and so are the committed ones of
+  the partitions they touched, which are read again from disk on next use. Disk is the truth whether or not a
+  failing commit in fact landed.
+
+``old_text`` must be the text the index last saw for the document (the store passes the previous version's text):
+the index trusts it, and raises :class:`StoreCorrupt` only when it drives a statistic below zero. Documents stored
+before the index existed need a backfill (``doc_ops(pid, sid, text, None)`` for each) before they are edited.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+import struct
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from typing import Final
+
+from gaml.node.core.store.kv import KV, Delete, Op, Put, prefix_end
+from gaml.policy.errors import StoreCorrupt
+
+SPACE: Final = "index"
+POSTING_PREFIX: Final = b"L"
+STATS_PREFIX: Final = b"l"
+ID_BYTES: Final = 16  # pid, sid and blind(term) are 16 bytes each
+POSTING: Final = struct.Struct(">II")  # term frequency, document length
+STATS: Final = struct.Struct(">QQ")  # document count, total length
+POSTING_KEY_BYTES: Final = len(POSTING_PREFIX) + 3 * ID_BYTES
+UINT32_MAX: Final = 2**32 - 1
+
+K1: Final = 1.2
+B: Final = 0.75
+TOKEN_CHARS_MAX: Final = 64
+QUERY_TERMS_MAX: Final = 64
+
+# Lucene's classic English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
+STOPWORDS: Final = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such "  # noqa: SIM905 (a list, read as prose)
+    "that the their then there these they this to was will with".split()
+)
+
+_TOKEN_RE: Final = re.compile(r"[\w']+")
+
+
+def _stem(token: str) -> str:
+    """Harman's S stemmer (Lucene's ``EnglishMinimalStemmer``), for tokens of four or more characters."""
+    n = len(token)
+    if n <= 3 or token[-1] != "s":
+        return token
+    before = token[-2]
+    if before in "us":
+        return token
+    if before == "e":
+        if token[-3] == "i" and token[-4] not in "ae":
+            return token[:-3] + "y"
+        if token[-3] in "iaoe":
+            return token
+    return token[:-1]
+
+
+def tokenize(text: str) -> list[str]:
+    """The index terms of ``text``, in order, with repeats (see the module docstring for every rule)."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+    out: list[str] = []
+    for raw in _TOKEN_RE.findall(text):
+        token = raw.strip("'")
+        if token.endswith("'s"):
+            token = token[:-2].rstrip("'")
+        if not token or len(token) > TOKEN_CHARS_MAX or token in STOPWORDS:
+            continue
+        out.append(_stem(token))
+    return out
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """``ln(1 + (N − df + 0.5) / (df + 0.5))``: always positive, larger for rarer terms."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def _check_id(value: bytes, what: str) -> None:
+    if type(value) is not bytes or len(value) != ID_BYTES:
+        raise ValueError(f"a {what} is {ID_BYTES} bytes, got {value!r}")
+
+
+class LexicalIndex:
+    """BM25 postings and per-partition statistics in the ``index`` space of ``kv`` (module docstring: the layout,
+    the formula and the staged-statistics protocol). ``blind(term)`` must return 16 bytes, and be keyed."""
+
+    def __init__(self, kv: KV, blind: Callable[[str], bytes]) -> None:
+        self._kv = kv
+        self._blind = blind
+        self._committed: dict[bytes, tuple[int, int]] = {}
+        self._staged: dict[bytes, tuple[int, int]] = {}
+
+    # -- statistics ------------------------------------------------------------------------------------------------
+
+    def stats(self, pid: bytes) -> tuple[int, int]:
+        """``(document count, total length in tokens)`` of the partition, as committed (staged changes excluded)."""
+        _check_id(pid, "partition id")
+        got = self._committed.get(pid)
+        if got is None:
+            raw = self._kv.load(SPACE, STATS_PREFIX + pid)
+            if raw is None:
+                got = (0, 0)
+            elif len(raw) != STATS.size:
+                raise StoreCorrupt(f"lexical statistics of partition {pid.hex()}: {len(raw)} bytes, not {STATS.size}")
+            else:
+                got = STATS.unpack(raw)
+            self._committed[pid] = got
+        return got
+
+    def has_staged(self) -> bool:
+        """Whether ops were produced since the last ``commit_staged`` / ``discard_staged``."""
+        return bool(self._staged)
+
+    def commit_staged(self) -> None:
+        """The commit holding every op produced since the last call succeeded: staged statistics become committed."""
+        self._committed.update(self._staged)
+        self._staged.clear()
+
+    def discard_staged(self) -> None:
+        """That commit failed or was abandoned: drop the staged statistics, and reread those partitions from disk."""
+        for pid in self._staged:
+            self._committed.pop(pid, None)
+        self._staged.clear()
+
+    # -- updates ---------------------------------------------------------------------------------------------------
+
+    def _terms(self, text: str | None) -> tuple[dict[bytes, int], int]:
+        """``{blind(term): frequency}`` and the length of ``text`` in tokens (empty and 0 for ``None``)."""
+        if text is None:
+            return {}, 0
+        counts = Counter(tokenize(text))
+        length = sum(counts.values())
+        if length > UINT32_MAX:
+            raise ValueError(f"a document has {length} tokens; the index holds at most {UINT32_MAX}")
+        out: dict[bytes, int] = {}
+        for term, tf in counts.items():
+            b = self._blind(term)
+            if type(b) is not bytes or len(b) != ID_BYTES:
+                raise ValueError(f"blind(term) must return {ID_BYTES} bytes")
+            out[b] = tf
+        return out, length
+
+    def doc_ops(self, pid: bytes, sid: bytes, new_text: str | None, old_text: str | None) -> list[Op]:
+        """The ops, sorted by key, that move document ``sid`` of partition ``pid`` from ``old_text`` to ``new_text``
+        (``None``: absent), statistics included; empty when its terms do not change. The result is staged: commit
+        the ops (with those of every other call since the last commit, in call order), then call ``commit_staged``,
+        or ``discard_staged`` if the commit failed."""
+        _check_id(pid, "partition id")
+        _check_id(sid, "sid")
+        old, old_len = self._terms(old_text)
+        new, new_len = self._terms(new_text)
+        if old == new and old_len == new_len:
+            return []
+        base = POSTING_PREFIX + pid
+        ops: list[Op] = [Delete(SPACE, base + b + sid) for b in old.keys() - new.keys()]
+        for b, tf in new.items():
+            if old.get(b) != tf or old_len != new_len:  # the length is in every posting's value
+                ops.append(Put(SPACE, base + b + sid, POSTING.pack(tf, new_len)))
+        before = self._staged.get(pid) or self.stats(pid)
+        n, total = before
+        if old_len:
+            n, total = n - 1, total - old_len
+        if new_len:
+            n, total = n + 1, total + new_len
+        if n < 0 or total < 0 or (n == 0) != (total == 0):
+            raise StoreCorrupt(
+                f"lexical statistics of partition {pid.hex()} would become ({n}, {total}): the old text given for "
+                "a document is not what the index holds (was the index backfilled?)"
+            )
+        if (n, total) != before:
+            ops.append(Put(SPACE, STATS_PREFIX + pid, STATS.pack(n, total)))
+        self._staged[pid] = (n, total)
+        ops.sort(key=lambda op: op.key)
+        return ops
+
+    # -- search ----------------------------------------------------------------------------------------------------
+
+    def _postings(self, pid: bytes, blind: bytes) -> list[tuple[bytes, int, int]]:
+        prefix = POSTING_PREFIX + pid + blind
+        out = []
+        for key, value in self._kv.load_range(SPACE, prefix, prefix_end(prefix)):
+            if len(key) != POSTING_KEY_BYTES or len(value) != POSTING.size:
+                raise StoreCorrupt(f"a lexical posting of partition {pid.hex()} has the wrong size")
+            tf, dl = POSTING.unpack(value)
+            out.append((key[-ID_BYTES:], tf, dl))
+        return out
+
+    def search(
+        self, pid: bytes, query: str, k: int, allowed: Callable[[bytes], bool] | None = None
+    ) -> list[tuple[bytes, float]]:
+        """Up to ``k`` ``(sid, score)`` of partition ``pid`` by BM25 for ``query``, best first, ties by ``sid``.
+
+        ``allowed(sid)`` is decided once per document before any of its postings is scored; documents it rejects are
+        never scored or returned. ``idf`` counts every posting of a term in the partition (see the module docstring).
+        """
+        _check_id(pid, "partition id")
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        terms = list(dict.fromkeys(tokenize(query)))[:QUERY_TERMS_MAX]
+        n_docs, total = self.stats(pid)
+        if k == 0 or not terms or n_docs == 0:
+            return []
+        avgdl = total / n_docs
+        decided: dict[bytes, bool] = {}
+        scores: dict[bytes, float] = {}
+        for term in terms:
+            blind = self._blind(term)
+            postings = self._postings(pid, blind)
+            if not postings:
+                continue
+            idf = bm25_idf(n_docs, len(postings))
+            for sid, tf, dl in postings:
+                ok = decided.get(sid)
+                if ok is None:
+                    ok = decided[sid] = allowed is None or bool(allowed(sid))
+                if not ok:
+                    continue
+                w = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+                scores[sid] = scores.get(sid, 0.0) + w
+        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+        return [(sid, score) for sid, score in best]
+
+
+__all__ = ["QUERY_TERMS_MAX", "STOPWORDS", "TOKEN_CHARS_MAX", "LexicalIndex", "bm25_idf", "tokenize"]

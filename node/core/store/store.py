@@ -1,0 +1,1001 @@
+"""The Cognitive Asset store: one node's durable, encrypted memory. Pure core over ``KV``, ``BlobStore``,
+``Keychain``, ``VectorIndex`` and ``Entropy``.
+
+Layout (spaces are RocksDB column families). Asset ids are content hashes, so nothing on disk is keyed by them:
+``sid`` is the id under a keyed 16-byte permutation (:class:`policy.crypto.IdCipher`), and partition ids ``pid`` are
+keyed hashes of the partition's name.
+
+===========  ==========================================  ===========================================================
+space        key                                         value
+===========  ==========================================  ===========================================================
+assets       sid                                         ``R1`` pid epoch(4) sealed(canonical asset)
+index        field(1) blind(value)(16) sid               empty; ``blind`` is a keyed hash, so values stay secret
+index        ``T`` created_at(8) sid                     empty (time range)
+edges        src rel(1) dst / dst rel|0x80 src (sids)    empty
+journal      seq(8)                                      op(1) sid pid version(8); op: put, tombstone, moved out
+vectors      pid sid                                     sealed(float32 unit vector)
+meta         name                                        sealed descriptors, the key canary
+===========  ==========================================  ===========================================================
+
+Every operation is one atomic, synced commit. The vector index of each partition is caught up *behind* the journal
+(``catch_up``); until then a search scans the not-yet-indexed tail exactly, so a caller always reads its own writes.
+Snapshots of the indexes are sealed with their partition's key and record the journal sequence they cover; on open
+the store replays the journal past it, and rebuilds from the ``vectors`` space an index that is missing or corrupt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Final
+
+import numpy as np
+
+from gaml.node.core.store.blobs import BlobStore
+from gaml.node.core.store.kv import KV, Delete, Op, Put, pack, prefix_end
+from gaml.node.core.store.lexical import LexicalIndex
+from gaml.node.core.store.vectors import IndexFactory, VectorIndex, top_k
+from gaml.node.core.store.views import PartitionViews, View
+from gaml.policy import crypto
+from gaml.policy.errors import (
+    BadSignature,
+    DecryptionFailed,
+    Deleted,
+    GamlError,
+    IndexMismatch,
+    InvalidAsset,
+    InvalidInput,
+    KeychainError,
+    NotFound,
+    PayloadTooLarge,
+    StoreCorrupt,
+    WrongKey,
+)
+from gaml.policy.keychain import NODE_MASTER_REF, Keychain
+from gaml.policy.model import EDGE_FIELDS, ID_RE, Asset, Heat, PrivacyScope, Tier, canonical_json
+from gaml.policy.partitions import PartitionRef, partition_of
+
+SCHEMA_VERSION: Final = 2
+RECORD_MAGIC: Final = b"R1"
+CANARY: Final = b"gaml-canary-v1"
+DEFAULT_MAX_PAYLOAD_BYTES: Final = 1 << 20
+BLIND_CACHE_MAX: Final = 1 << 16
+
+OP_PUT: Final = b"P"
+OP_TOMBSTONE: Final = b"T"
+OP_MOVED_OUT: Final = b"M"  # an edit moved the asset to another partition: it leaves this one
+
+# Index field codes (one byte each) and the asset attribute they index.
+INDEX_FIELDS: Final[dict[str, bytes]] = {
+    "type": b"y",
+    "scope": b"s",
+    "owner": b"o",
+    "tenant": b"n",
+    "entity": b"e",
+    "goal": b"g",
+    "segment": b"m",
+    "tag": b"t",
+}
+TIME_FIELD: Final = b"T"
+USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
+MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
+EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Partition:
+    pid: bytes
+    ref: PartitionRef
+    epoch: int
+    embedder: str
+    dim: int
+
+    @property
+    def key_ref(self) -> str:
+        return f"partition/{self.pid.hex()}/{self.epoch}"
+
+    def to_json(self) -> bytes:
+        return canonical_json(
+            {
+                "pid": self.pid.hex(),
+                "name": self.ref.name,
+                "epoch": self.epoch,
+                "embedder": self.embedder,
+                "dim": self.dim,
+            }
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Partition:
+        d = json.loads(data)
+        return cls(bytes.fromhex(d["pid"]), PartitionRef.parse(d["name"]), d["epoch"], d["embedder"], d["dim"])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the asset, its cosine similarity, and the partition it came from."""
+
+    asset: Asset
+    score: float
+    partition: str
+    path: str  # "index" (answered by the partition's vector index) or "tail" (exact scan of not-yet-indexed writes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoreStats:
+    assets: int
+    tombstones: int
+    partitions: dict[str, dict[str, int | str]]
+    journal_seq: int
+    indexed: int
+    pending: int
+    rebuilt_indexes: int
+    replayed_events: int
+
+
+@dataclasses.dataclass(slots=True)
+class _Live:
+    """The in-memory side of one partition: its key, index and the not-yet-indexed tail."""
+
+    part: Partition
+    key: bytes = dataclasses.field(repr=False)
+    index: VectorIndex = dataclasses.field(repr=False)
+    pending: dict[str, np.ndarray] = dataclasses.field(repr=False)
+    covered_seq: int = 0
+    dirty: bool = False
+    views: PartitionViews = dataclasses.field(default_factory=PartitionViews, repr=False)
+
+
+def _check_id(id_: str) -> str:
+    if not isinstance(id_, str) or not ID_RE.match(id_):
+        raise InvalidAsset(f"not an asset id: {id_!r}")
+    return id_
+
+
+class Store:
+    """One node's asset store. Build it with :meth:`open`."""
+
+    def __init__(
+        self,
+        kv: KV,
+        blobs: BlobStore,
+        keychain: Keychain,
+        identity: crypto.SigningKey,
+        index_factory: IndexFactory,
+        entropy: crypto.Entropy,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.kv = kv
+        self.blobs = blobs
+        self.keychain = keychain
+        self.identity = identity
+        self.node_id = identity.public_key.hex()
+        self.index_factory = index_factory
+        self.entropy = entropy
+        if isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int) or max_payload_bytes <= 0:
+            raise InvalidInput(f"max_payload_bytes is {max_payload_bytes!r}; it is a positive whole number of bytes")
+        self.max_payload_bytes = max_payload_bytes
+        try:
+            master = keychain.get(NODE_MASTER_REF)
+        except KeychainError as e:
+            raise WrongKey(f"the keychain has no node master key: {e}") from e
+        self._meta_key = crypto.derive_key(master, crypto.META_KEY_TAG)
+        self._blind_key = crypto.derive_key(master, crypto.BLIND_INDEX_TAG)
+        self._pid_key = crypto.derive_key(master, crypto.PARTITION_ID_TAG)
+        self._ids = crypto.IdCipher(crypto.derive_key(master, crypto.STORAGE_ID_TAG))
+        self._live: dict[bytes, _Live] = {}
+        self._by_name: dict[str, bytes] = {}
+        self._pid_cache: dict[str, bytes] = {}
+        self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
+        self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term))
+        self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
+        self.seq = 0
+        self.rebuilt_indexes = 0
+        self.replayed_events = 0
+
+    # -- opening ---------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        kv: KV,
+        blobs: BlobStore,
+        keychain: Keychain,
+        identity: crypto.SigningKey,
+        index_factory: IndexFactory,
+        entropy: crypto.Entropy,
+        **kw: int,
+    ) -> Store:
+        store = cls(kv, blobs, keychain, identity, index_factory, entropy, **kw)
+        store._check_canary()
+        store._load_partitions()
+        last = next(kv.load_range("journal", reverse=True, limit=1), None)
+        store.seq = struct.unpack(">Q", last[0])[0] if last else 0
+        store._recover_indexes()
+        return store
+
+    def seal_meta(self, name: bytes, data: bytes) -> bytes:
+        return crypto.seal(self._meta_key, data, b"meta:" + name, self.entropy)
+
+    def open_meta(self, name: bytes, blob: bytes) -> bytes:
+        return crypto.open_sealed(self._meta_key, blob, b"meta:" + name)
+
+    def _check_canary(self) -> None:
+        blob = self.kv.load("meta", b"canary")
+        if blob is None:
+            if next(self.kv.load_range("assets", limit=1), None) is not None:
+                raise StoreCorrupt("the store holds assets but no key canary; refusing to guess its keys")
+            self.kv.commit(
+                [
+                    Put("meta", b"canary", self.seal_meta(b"canary", CANARY)),
+                    Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
+                ]
+            )
+            return
+        try:
+            ok = self.open_meta(b"canary", blob) == CANARY
+        except DecryptionFailed:
+            ok = False
+        if not ok:
+            raise WrongKey("this keychain did not create this store (the key canary does not open); use the right home")
+        schema = self.kv.load("meta", b"schema")
+        if schema != str(SCHEMA_VERSION).encode():
+            raise StoreCorrupt(f"unsupported store schema {schema!r}; this node reads schema {SCHEMA_VERSION}")
+
+    def _load_partitions(self) -> None:
+        for key, blob in self.kv.load_range("meta", b"partition/", prefix_end(b"partition/")):
+            try:
+                part = Partition.from_json(self.open_meta(key, blob))
+            except DecryptionFailed as e:
+                raise StoreCorrupt(f"partition descriptor {key!r} does not open") from e
+            pkey = self.keychain.get(part.key_ref)
+            self._live[part.pid] = _Live(part, pkey, self.index_factory.new(part.dim), {}, 0)
+            self._by_name[part.ref.name] = part.pid
+
+    def _snapshot_name(self, pid: bytes) -> str:
+        return f"index-{pid.hex()}.snap"
+
+    def sid(self, id_: str) -> bytes:
+        """The storage key of an asset id."""
+        return self._ids.encrypt(bytes.fromhex(id_))
+
+    def id_of(self, sid: bytes) -> str:
+        return self._ids.decrypt(sid).hex()
+
+    def _journal_digest(self, seq: int) -> str:
+        """A digest of the journal entry at ``seq``, so a snapshot can tell its own journal from a restored one."""
+        if seq == 0:
+            return ""
+        event = self.kv.load("journal", pack(seq))
+        return "" if event is None else crypto.keyed_hash(self._meta_key, pack(seq) + event).hex()
+
+    def _load_snapshot(self, live: _Live) -> bool:
+        pid = live.part.pid
+        blob = self.blobs.read(self._snapshot_name(pid))
+        if blob is None:
+            return False
+        try:
+            raw = crypto.open_sealed(live.key, blob, b"index:" + pid + struct.pack(">I", live.part.epoch))
+            (hl,) = struct.unpack(">I", raw[:4])
+            head = json.loads(raw[4 : 4 + hl])
+            seq = int(head["seq"])
+            if head["embedder"] != live.part.embedder or head["dim"] != live.part.dim:
+                return False
+            # A snapshot newer than the journal, or made over another journal (a database restored from a copy),
+            # would hide writes from search: such a snapshot is stale, and the index is rebuilt.
+            if seq > self.seq or head["journal"] != self._journal_digest(seq):
+                return False
+            body = raw[4 + hl :]
+            (vl,) = struct.unpack(">Q", body[:8])
+            views = PartitionViews.load(body[8 : 8 + vl])
+            live.index = self.index_factory.load(body[8 + vl :])
+            live.views = views
+            live.covered_seq = seq
+            return True
+        except (GamlError, ValueError, KeyError, TypeError, struct.error):
+            return False
+
+    def _recover_indexes(self) -> None:
+        """Load sealed snapshots; rebuild missing, corrupt or stale ones; replay the journal past them."""
+        for live in self._live.values():
+            if not self._load_snapshot(live):
+                self._rebuild(live)
+        start = min((lv.covered_seq for lv in self._live.values()), default=self.seq)
+        for key, event in self.kv.load_range("journal", pack(start + 1)):
+            seq = struct.unpack(">Q", key)[0]
+            op, sid, pid = event[:1], event[1:17], event[17:33]
+            owner = self._live.get(pid)
+            if owner is None or seq <= owner.covered_seq:
+                continue
+            self.replayed_events += 1
+            id_ = self.id_of(sid)
+            owner.index.remove(id_)
+            owner.pending.pop(id_, None)
+            owner.views.remove(id_)
+            owner.dirty = True
+            if op == OP_PUT:
+                vec = self._load_vector(owner, sid)
+                if vec is not None:
+                    owner.pending[id_] = vec
+                blob = self.kv.load("assets", sid)
+                current = None if blob is None else self._open_record(sid, blob)
+                if current is not None and not current.tombstone and self.pid_of(partition_of(current)) == pid:
+                    owner.views.put(View.of(current))
+        for live in self._live.values():
+            for view in live.views:
+                for target in view.supersedes:
+                    self.superseded.setdefault(target, set()).add(view.id)
+
+    def _rebuild(self, live: _Live) -> None:
+        """Rebuild a partition's index and views from its records and vectors (the database is the truth)."""
+        pid = live.part.pid
+        live.index = self.index_factory.new(live.part.dim)
+        live.views = PartitionViews()
+        live.pending = {}
+        prefix = MEMBER_FIELD + pid
+        for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
+            sid = key[17:]
+            blob = self.kv.load("assets", sid)
+            if blob is None:
+                raise StoreCorrupt(f"partition {live.part.ref.name} lists an asset that has no record")
+            asset = self._open_record(sid, blob)
+            live.views.put(View.of(asset))
+            vec = self._load_vector(live, sid)
+            if vec is not None:
+                live.pending[asset.id] = vec
+        live.covered_seq = self.seq
+        live.dirty = True
+        self.rebuilt_indexes += 1
+
+    def _load_vector(self, live: _Live, sid: bytes) -> np.ndarray | None:
+        blob = self.kv.load("vectors", live.part.pid + sid)
+        if blob is None:
+            return None
+        id_ = self.id_of(sid)
+        try:
+            raw = crypto.open_sealed(live.key, blob, self._vector_aad(live.part, bytes.fromhex(id_)))
+        except DecryptionFailed as e:
+            raise StoreCorrupt(f"the vector of asset {id_} does not open (altered bytes or wrong key)") from e
+        return np.frombuffer(raw, dtype=np.float32).copy()
+
+    # -- partitions ------------------------------------------------------------------------------------------------
+
+    def pid_of(self, ref: PartitionRef) -> bytes:
+        pid = self._pid_cache.get(ref.name)
+        if pid is None:
+            pid = self._pid_cache[ref.name] = crypto.keyed_hash(self._pid_key, ref.name.encode())
+        return pid
+
+    def planned_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
+        """The partition an asset of ``ref`` goes to: the existing one, or the one a write would create. No effects.
+
+        Raises :class:`IndexMismatch` for vectors another embedder made, or a dimension that is not positive.
+        """
+        if dim <= 0:
+            raise IndexMismatch(f"a vector dimension must be positive, got {dim}")
+        pid = self.pid_of(ref)
+        live = self._live.get(pid)
+        if live is None:
+            return Partition(pid, ref, 1, embedder, dim)
+        if (live.part.embedder, live.part.dim) != (embedder, dim):
+            raise IndexMismatch(
+                f"partition {ref.name} is indexed with {live.part.embedder} ({live.part.dim} dims); "
+                f"got vectors from {embedder} ({dim} dims). Open the node with its own embedder."
+            )
+        return live.part
+
+    def ensure_partition(self, ref: PartitionRef, embedder: str, dim: int) -> Partition:
+        """The partition for ``ref``, created if it is new: its key goes to the keychain before anything uses it."""
+        part = self.planned_partition(ref, embedder, dim)
+        if part.pid in self._live:
+            return part
+        index = self.index_factory.new(dim)  # fails before any effect if the factory refuses the dimension
+        try:
+            key = self.keychain.get(part.key_ref)  # left by a creation that failed after storing its key: reuse it
+        except KeychainError:
+            key = self.entropy.random_bytes(crypto.KEY_BYTES)
+            self.keychain.put(part.key_ref, key)  # durable before anything is sealed under it
+        name = b"partition/" + part.pid
+        self.kv.commit([Put("meta", name, self.seal_meta(name, part.to_json()))])
+        self._live[part.pid] = _Live(part, key, index, {}, self.seq)
+        self._by_name[ref.name] = part.pid
+        return part
+
+    def partitions(self) -> list[Partition]:
+        return sorted((lv.part for lv in self._live.values()), key=lambda p: p.ref.name)
+
+    # -- records ---------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _asset_aad(idb: bytes, pid: bytes, epoch: int) -> bytes:
+        return b"asset:" + idb + pid + struct.pack(">I", epoch)
+
+    @staticmethod
+    def _vector_aad(part: Partition, idb: bytes) -> bytes:
+        return b"vector:" + part.pid + idb + struct.pack(">I", part.epoch) + part.embedder.encode()
+
+    def _seal_record(self, asset: Asset, live: _Live) -> bytes:
+        idb = bytes.fromhex(asset.id)  # the AAD binds the id itself; the storage key is its permutation
+        epoch = struct.pack(">I", live.part.epoch)
+        sealed = crypto.seal(
+            live.key, asset.canonical_bytes(), self._asset_aad(idb, live.part.pid, live.part.epoch), self.entropy
+        )
+        return RECORD_MAGIC + live.part.pid + epoch + sealed
+
+    def _open_record(self, sid: bytes, blob: bytes) -> Asset:
+        idb = self._ids.decrypt(sid)
+        if blob[:2] != RECORD_MAGIC or len(blob) < 22:
+            raise StoreCorrupt(f"asset {idb.hex()}: unknown record format")
+        pid, (epoch,) = blob[2:18], struct.unpack(">I", blob[18:22])
+        live = self._live.get(pid)
+        if live is None:
+            raise StoreCorrupt(f"asset {idb.hex()}: its partition is unknown to this store")
+        key = live.key if epoch == live.part.epoch else self.keychain.get(f"partition/{pid.hex()}/{epoch}")
+        try:
+            raw = crypto.open_sealed(key, blob[22:], self._asset_aad(idb, pid, epoch))
+        except DecryptionFailed as e:
+            raise StoreCorrupt(f"asset {idb.hex()}: the record does not open (altered bytes or wrong key)") from e
+        asset = Asset.from_canonical(raw, trusted=True)  # validated before it was sealed; authenticated just now
+        if asset.id != idb.hex():
+            raise StoreCorrupt(f"asset {idb.hex()}: the record holds another id")
+        return asset
+
+    def mac(self, code: bytes, data: bytes) -> bytes:
+        """A keyed hash of ``data`` for the purpose ``code`` (uncached; :meth:`blind` caches lookups): an identifier
+        that nobody without this node's keys can recompute from a guess of what it digests."""
+        return crypto.keyed_hash(self._blind_key, code + b"\x00" + data)
+
+    def blind(self, code: bytes, value: str) -> bytes:
+        key = code + b"\x00" + value.encode()
+        blind = self._blind_cache.get(key)
+        if blind is None:
+            if len(self._blind_cache) >= BLIND_CACHE_MAX:
+                self._blind_cache.clear()
+            blind = self._blind_cache[key] = crypto.keyed_hash(self._blind_key, key)
+        return blind
+
+    def _index_keys(self, asset: Asset) -> set[bytes]:
+        if asset.tombstone:
+            return set()
+        sid = self.sid(asset.id)
+        values: list[tuple[str, str]] = [
+            ("type", asset.asset_type.value),
+            ("scope", asset.privacy_scope.value),
+            ("owner", asset.owner_id),
+            ("tenant", asset.tenant_scope),
+            ("goal", asset.goal),
+            ("segment", asset.segment),
+            *(("entity", e) for e in asset.entities),
+            *(("tag", t) for t in asset.tags),
+        ]
+        keys = {INDEX_FIELDS[f] + self.blind(INDEX_FIELDS[f], v) + sid for f, v in values if v}
+        keys.add(TIME_FIELD + pack(asset.created_at) + sid)
+        keys.add(MEMBER_FIELD + self.pid_of(partition_of(asset)) + sid)
+        return keys
+
+    def _edge_keys(self, asset: Asset) -> set[bytes]:
+        if asset.tombstone:
+            return set()
+        src = self.sid(asset.id)
+        keys = set()
+        for name, code in EDGE_CODES.items():
+            for target in getattr(asset, name):
+                dst = self.sid(target)
+                keys.add(src + bytes([code]) + dst)
+                keys.add(dst + bytes([code | 0x80]) + src)
+        return keys
+
+    # -- writes ----------------------------------------------------------------------------------------------------
+
+    def sign(self, asset: Asset) -> Asset:
+        """The asset signed by this node (``source_node`` set to this node's id)."""
+        return asset.signed_by(self.node_id, self.identity.sign)
+
+    def verify(self, asset: Asset) -> None:
+        """Raise :class:`BadSignature` unless the asset is signed by the node it names."""
+        try:
+            pub = bytes.fromhex(asset.source_node)
+        except ValueError:
+            raise BadSignature(f"asset {asset.id}: source_node is not a node id") from None
+        if not asset.signature:
+            raise BadSignature(f"asset {asset.id} is not signed")
+        try:
+            crypto.verify(pub, asset.signing_bytes(), asset.signature)
+        except BadSignature as e:
+            raise BadSignature(f"asset {asset.id}: bad signature from {asset.source_node[:16]}…") from e
+
+    def check_payload(self, asset: Asset) -> None:
+        size = asset.payload_size()
+        if size > self.max_payload_bytes:
+            raise PayloadTooLarge(f"asset {asset.id}: payload is {size} bytes; the limit is {self.max_payload_bytes}")
+
+    def put_many(
+        self,
+        assets: Sequence[Asset],
+        vectors: Sequence[np.ndarray | None],
+        embedder: str,
+        dim: int,
+        *,
+        sign: bool = False,
+        meta: Mapping[bytes, bytes | None] | None = None,
+    ) -> list[bool]:
+        """Store assets and their vectors in one atomic, durable commit. All or nothing.
+
+        Assets from elsewhere arrive signed and are verified here, at the store's entry. With ``sign=True`` the
+        assets are this node's own writes: the store signs them (as this node) instead, and there is nothing to
+        verify. Vectors must be finite; they are stored normalized (a zero vector means "no vector").
+        Everything is checked before anything is written (a new partition included).
+        Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
+        ``meta`` records (name → plaintext, or None to delete; see :meth:`meta_name`) are sealed and committed in the
+        same batch, so a caller's bookkeeping (an ingestion watermark) is atomic with the assets it describes.
+        """
+        if len(assets) != len(vectors):
+            raise InvalidAsset("one vector (or None) per asset")
+        for a in assets:
+            if not isinstance(a, Asset):
+                raise InvalidAsset(f"not an Asset: {type(a).__name__}")
+        ids = [a.id for a in assets]
+        if len(set(ids)) != len(ids):
+            raise InvalidAsset("the same asset id appears twice in one batch")
+        if sign:
+            assets = [self.sign(a) for a in assets]
+        units = [self._unit(a, v, dim) for a, v in zip(assets, vectors, strict=True)]
+        for a in assets:
+            if a.tombstone:
+                raise InvalidAsset(f"asset {a.id}: tombstones are written by delete, not put")
+            self.check_payload(a)
+            if not sign:
+                self.verify(a)
+        sids = [self.sid(i) for i in ids]
+        olds = self._load_existing(sids)
+        for a, old in zip(assets, olds, strict=True):
+            if old is not None:
+                self._check_edit(old, a)
+        parts = [self.planned_partition(partition_of(a), embedder, dim) for a in assets]
+        # Everything is valid: now (and only now) create the partitions this batch needs.
+        parts = [self.ensure_partition(p.ref, embedder, dim) for p in parts]
+
+        ops: list[Op] = []
+        changed: list[bool] = []
+        after: list[tuple[_Live, Asset, np.ndarray | None, _Live | None, Asset | None]] = []
+        seq = self.seq
+        try:
+            for a, sid, vec, old, part in zip(assets, sids, units, olds, parts, strict=True):
+                seq = self._put_ops(ops, changed, after, seq, a, sid, vec, old, part)
+            if ops or meta:
+                self.kv.commit(ops + self._meta_ops(meta or {}))
+        except BaseException:
+            self.lexical.discard_staged()
+            raise
+        self.lexical.commit_staged()
+        if not ops:
+            return changed
+        self.seq = seq
+        for live, asset, vec, old_live, old in after:
+            id_ = asset.id
+            if old is not None:
+                self._forget_view(old_live or live, old)
+            if old_live is not None:
+                old_live.index.remove(id_)
+                old_live.pending.pop(id_, None)
+                old_live.dirty = True
+            live.index.remove(id_)
+            live.pending.pop(id_, None)
+            if vec is not None:
+                live.pending[id_] = vec
+            self._remember_view(live, asset)
+            live.dirty = True
+        return changed
+
+    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]]) -> int:
+        """Set the local, unsigned state (tier and heat) of live assets in one commit; returns how many changed.
+
+        Local state is not content: no version, no signature, no journal entry (it does not replicate).
+        """
+        if not changes:
+            return 0
+        sids = [self.sid(_check_id(i)) for i, _, _ in changes]
+        ops: list[Op] = []
+        for sid, old, (id_, tier, heat) in zip(sids, self._load_existing(sids), changes, strict=True):
+            if old is None:
+                raise NotFound(f"no asset {id_}")
+            if old.tombstone or (old.tier is tier and old.heat == heat):
+                continue
+            new = old.evolve(tier=tier, heat=heat)  # a stored record is not validated again: its local state changes
+            live = self._live[self.pid_of(partition_of(old))]
+            ops.append(Put("assets", sid, self._seal_record(new, live)))
+        if ops:
+            self.kv.commit(ops)
+        return len(ops)
+
+    # -- sealed bookkeeping records (meta space) -------------------------------------------------------------------
+
+    def meta_name(self, kind: str, key: str) -> bytes:
+        """The meta-space name of a caller's record: ``kind`` in the clear, ``key`` blinded (no source id on disk)."""
+        if not kind.isalnum() or not kind.isascii():
+            raise InvalidAsset(f"meta kind {kind!r} must be ASCII letters and digits")
+        return USER_META + kind.encode() + b":" + self.blind(b"u" + kind.encode(), key)
+
+    def read_meta(self, name: bytes) -> bytes | None:
+        blob = self.kv.load("meta", name)
+        return None if blob is None else self.open_meta(name, blob)
+
+    def write_meta(self, entries: Mapping[bytes, bytes | None]) -> None:
+        """Seal and write (or, for None, delete) meta records in one commit."""
+        if entries:
+            self.kv.commit(self._meta_ops(entries))
+
+    def scan_meta(self, kind: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every record of one kind: (name, plaintext)."""
+        prefix = USER_META + kind.encode() + b":"
+        for name, blob in self.kv.load_range("meta", prefix, prefix_end(prefix)):
+            yield name, self.open_meta(name, blob)
+
+    def _meta_ops(self, entries: Mapping[bytes, bytes | None]) -> list[Op]:
+        ops: list[Op] = []
+        for name, data in sorted(entries.items()):
+            if not name.startswith(USER_META):
+                raise InvalidAsset("meta records are named by Store.meta_name")
+            ops.append(Delete("meta", name) if data is None else Put("meta", name, self.seal_meta(name, data)))
+        return ops
+
+    def _remember_view(self, live: _Live, asset: Asset) -> None:
+        live.views.put(View.of(asset))
+        for target in asset.supersedes:
+            self.superseded.setdefault(target, set()).add(asset.id)
+
+    def _forget_view(self, live: _Live, asset: Asset) -> None:
+        live.views.remove(asset.id)
+        for target in asset.supersedes:
+            by = self.superseded.get(target)
+            if by is not None:
+                by.discard(asset.id)
+                if not by:
+                    del self.superseded[target]
+
+    def _put_ops(
+        self,
+        ops: list[Op],
+        changed: list[bool],
+        after: list[tuple[_Live, Asset, np.ndarray | None, _Live | None, Asset | None]],
+        seq: int,
+        a: Asset,
+        sid: bytes,
+        vec: np.ndarray | None,
+        old: Asset | None,
+        part: Partition,
+    ) -> int:
+        """Append the ops of one asset's write; returns the journal sequence it reached."""
+        if old is not None and old.signing_bytes() == a.signing_bytes():
+            changed.append(False)
+            return seq
+        changed.append(True)
+        live = self._live[part.pid]
+        old_live = None
+        if old is not None:
+            old_pid = self.pid_of(partition_of(old))
+            if old_pid != part.pid:  # the edit moves the asset: it leaves the old partition, in the journal too
+                old_live = self._live[old_pid]
+                seq += 1
+                ops.append(Delete("vectors", old_pid + sid))
+                ops.append(Put("journal", pack(seq), OP_MOVED_OUT + sid + old_pid + pack(a.version)))
+                ops.extend(self.lexical.doc_ops(old_pid, sid, None, old.text()))
+                ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), None))
+            else:
+                ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), old.text()))
+        else:
+            ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), None))
+        ops.extend(self._diff_ops(old, a))
+        ops.append(Put("assets", sid, self._seal_record(a, live)))
+        if vec is not None:
+            aad = self._vector_aad(part, bytes.fromhex(a.id))
+            ops.append(Put("vectors", part.pid + sid, crypto.seal(live.key, vec.tobytes(), aad, self.entropy)))
+        elif old is not None:
+            ops.append(Delete("vectors", part.pid + sid))
+        seq += 1
+        ops.append(Put("journal", pack(seq), OP_PUT + sid + part.pid + pack(a.version)))
+        after.append((live, a, vec, old_live, old))
+        return seq
+
+    @staticmethod
+    def _unit(asset: Asset, vector: np.ndarray | None, dim: int) -> np.ndarray | None:
+        """The asset's vector as a finite float32 unit vector (None when there is none or it is zero)."""
+        if vector is None:
+            return None
+        v = np.asarray(vector, dtype=np.float32)
+        if v.shape != (dim,):
+            raise IndexMismatch(f"asset {asset.id}: vector of shape {v.shape}, expected ({dim},)")
+        if not np.all(np.isfinite(v)):
+            raise IndexMismatch(f"asset {asset.id}: the vector has non-finite values")
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            return None
+        return v if abs(norm - 1.0) < 1e-4 else (v / norm).astype(np.float32)
+
+    @staticmethod
+    def check_identity(old: Asset, new: Asset) -> None:
+        """InvalidAsset unless ``new`` keeps ``old``'s owner, tenant and type (what no edit may change)."""
+        if (old.owner_id, old.tenant_scope, old.asset_type) != (new.owner_id, new.tenant_scope, new.asset_type):
+            raise InvalidAsset(
+                f"asset {new.id} belongs to owner {old.owner_id!r} (tenant {old.tenant_scope!r}, type "
+                f"{old.asset_type.value}); an edit cannot change its owner, tenant or type"
+            )
+
+    @staticmethod
+    def _check_edit(old: Asset, new: Asset) -> None:
+        """An asset stored under an existing id must be an edit of it: same owner and tenant, a newer version."""
+        if old.tombstone:
+            raise Deleted(f"asset {new.id} was deleted; a deleted id is not reused")
+        if old.signing_bytes() == new.signing_bytes():
+            return
+        Store.check_identity(old, new)
+        if new.version <= old.version:
+            raise InvalidAsset(
+                f"asset {new.id}: an edit must advance the version (stored {old.version}, got {new.version})"
+            )
+
+    def _diff_ops(self, old: Asset | None, new: Asset) -> list[Op]:
+        ops: list[Op] = []
+        for space, keys in (("index", self._index_keys), ("edges", self._edge_keys)):
+            before = keys(old) if old is not None else set()
+            now = keys(new)
+            ops += [Delete(space, k) for k in sorted(before - now)]
+            ops += [Put(space, k, b"") for k in sorted(now - before)]  # sorted: the same ops on every run
+        return ops
+
+    def _load_existing(self, sids: Sequence[bytes]) -> list[Asset | None]:
+        blobs = self.kv.load_many("assets", sids)
+        return [None if b is None else self._open_record(i, b) for i, b in zip(sids, blobs, strict=True)]
+
+    def delete(self, id_: str, now: int) -> Asset:
+        """Tombstone an asset: its payload, vector, index entries and edges go; a signed tombstone stays."""
+        sid = self.sid(_check_id(id_))
+        (old,) = self._load_existing([sid])
+        if old is None:
+            raise NotFound(f"no asset {id_}")
+        if old.tombstone:
+            return old
+        tomb = self.sign(
+            old.replace(
+                payload={},
+                entities=(),
+                tags=(),
+                goal="",
+                segment="",
+                references=(),
+                supports=(),
+                contradicts=(),
+                supersedes=(),
+                derived_from=(),
+                embedding_refs=(),
+                source=None,
+                tombstone=True,
+                version=old.version + 1,
+                updated_at=max(now, old.updated_at),
+            )
+        )
+        pid = self.pid_of(partition_of(old))
+        live = self._live[pid]
+        seq = self.seq + 1
+        try:
+            ops = self._diff_ops(old, tomb) + self.lexical.doc_ops(pid, sid, None, old.text())
+            ops += [
+                Put("assets", sid, self._seal_record(tomb, live)),
+                Delete("vectors", pid + sid),
+                Put("journal", pack(seq), OP_TOMBSTONE + sid + pid + pack(tomb.version)),
+            ]
+            self.kv.commit(ops)
+        except BaseException:
+            self.lexical.discard_staged()
+            raise
+        self.lexical.commit_staged()
+        self.seq = seq
+        live.index.remove(id_)
+        live.pending.pop(id_, None)
+        self._forget_view(live, old)
+        live.dirty = True
+        return tomb
+
+    # -- reads -----------------------------------------------------------------------------------------------------
+
+    def get(self, id_: str, *, include_deleted: bool = False) -> Asset:
+        sid = self.sid(_check_id(id_))
+        blob = self.kv.load("assets", sid)
+        if blob is None:
+            raise NotFound(f"no asset {id_}")
+        asset = self._open_record(sid, blob)
+        if asset.tombstone and not include_deleted:
+            raise Deleted(f"asset {id_} was deleted")
+        return asset
+
+    def get_many(self, ids: Sequence[str]) -> list[Asset | None]:
+        """The live assets for ``ids`` in order (None for missing or deleted ones)."""
+        found = self._load_existing([self.sid(_check_id(i)) for i in ids])
+        return [a if a is not None and not a.tombstone else None for a in found]
+
+    def list_ids(self, field: str, value: str, *, limit: int | None = None) -> list[str]:
+        """Ids of live assets whose ``field`` (type, scope, owner, tenant, entity, goal, segment, tag) is ``value``."""
+        code = INDEX_FIELDS.get(field)
+        if code is None:
+            raise InvalidAsset(f"cannot list by {field!r}; fields are {', '.join(INDEX_FIELDS)} and time")
+        prefix = code + self.blind(code, value)
+        return [self.id_of(k[17:]) for k, _ in self.kv.load_range("index", prefix, prefix_end(prefix), limit=limit)]
+
+    def list_time(self, start: int, end: int, *, limit: int | None = None) -> list[str]:
+        """Ids of live assets created in ``[start, end)`` (microseconds), oldest first."""
+        lo, hi = TIME_FIELD + pack(start), TIME_FIELD + pack(end)
+        return [self.id_of(k[9:]) for k, _ in self.kv.load_range("index", lo, hi, limit=limit)]
+
+    def edges(self, id_: str, *, reverse: bool = False) -> list[tuple[str, str]]:
+        """(relation, other id) pairs: outgoing edges, or with ``reverse`` the incoming ones."""
+        sid = self.sid(_check_id(id_))
+        names = {code: name for name, code in EDGE_CODES.items()}
+        out = []
+        for k, _ in self.kv.load_range("edges", sid, prefix_end(sid)):
+            code = k[16]
+            if bool(code & 0x80) == reverse:
+                out.append((names[code & 0x7F], self.id_of(k[17:])))
+        return sorted(out)
+
+    def search(self, vector: np.ndarray, partitions: Iterable[PartitionRef], k: int = 10) -> list[Hit]:
+        """The ``k`` nearest live assets to ``vector`` within ``partitions`` only, best first.
+
+        Partitions are chosen by the caller's authorization *before* this call; no other partition's index or tail
+        is touched, and a hit is returned only if the asset still lives in the partition that produced it.
+        """
+        if k <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        cands: dict[str, tuple[float, bytes, str]] = {}
+        for ref in partitions:
+            pid = self.pid_of(ref)
+            live = self._live.get(pid)
+            if live is None:
+                continue
+            if q.shape != (live.part.dim,):
+                raise IndexMismatch(f"query of shape {q.shape} against {ref.name} ({live.part.dim} dims)")
+            for id_, score in live.index.search(q, k):
+                cands[id_] = (score, pid, "index")
+            if live.pending:
+                ids = list(live.pending)
+                mat = np.stack([live.pending[i] for i in ids])
+                for id_, score in top_k(ids, np.dot(mat, q), k):
+                    cands[id_] = (score, pid, "tail")
+        ranked = top_k(list(cands), np.array([c[0] for c in cands.values()], dtype=np.float32), k)
+        assets = self.get_many([i for i, _ in ranked])
+        hits = []
+        for (id_, score), asset in zip(ranked, assets, strict=True):
+            _, pid, path = cands[id_]
+            if asset is None or self.pid_of(partition_of(asset)) != pid:
+                continue  # deleted, or moved out of the partition this index answered for
+            hits.append(Hit(asset, score, self._live[pid].part.ref.name, path))
+        return hits
+
+    def dense_search(self, pid: bytes, q: np.ndarray, k: int, allowed: AbstractSet[str]) -> list[tuple[str, float]]:
+        """Nearest vectors of one partition among ``allowed`` ids only (index and not-yet-indexed tail).
+
+        Authorization happened before this call: no id outside ``allowed`` is ever scored.
+        """
+        live = self._live[pid]
+        q = np.asarray(q, dtype=np.float32)
+        if q.shape != (live.part.dim,):
+            raise IndexMismatch(f"query of shape {q.shape} against {live.part.ref.name} ({live.part.dim} dims)")
+        everything = len(allowed) >= len(live.views) and allowed >= live.views.views.keys()
+        hits = live.index.search(q, k, None if everything else allowed)
+        tail = [i for i in live.pending if i in allowed]
+        if tail:
+            hits += top_k(tail, np.dot(np.stack([live.pending[i] for i in tail]), q), k)
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]
+
+    # -- index maintenance -----------------------------------------------------------------------------------------
+
+    def purge(self, ids: Iterable[str]) -> None:
+        """Drop every earlier version of these assets' records, vectors, index entries, postings and edges from
+        storage (see ``KV.purge``): an erased item must not linger, even sealed or blinded, in a log or a table file
+        until some later compaction."""
+        sids = [self.sid(_check_id(i)) for i in ids]
+        if not sids:
+            return
+        # Their index entries, postings and edges are keyed by blinded values spread over the whole space.
+        self.kv.purge(
+            {
+                "assets": sids,
+                "vectors": [pid + sid for pid in self._live for sid in sids],
+                "index": None,
+                "edges": None,
+            }
+        )
+
+    def journal_after(self, seq: int, limit: int = 4096) -> list[tuple[int, bytes, str]]:
+        """Journal entries after ``seq`` in order: (sequence, op, asset id), op one of ``OP_PUT``, ``OP_TOMBSTONE``,
+        ``OP_MOVED_OUT``. Replication follows the journal to turn every write, whatever its path, into objects."""
+        out = []
+        for key, event in self.kv.load_range("journal", pack(seq + 1), limit=limit):
+            out.append((struct.unpack(">Q", key)[0], event[:1], self.id_of(event[1:17])))
+        return out
+
+    def live_ids(self) -> list[str]:
+        """Ids of every live asset (from the in-memory views; no record is read)."""
+        return sorted(i for live in self._live.values() for i in live.views.views)
+
+    def expired(self, now: int) -> list[str]:
+        """Ids of live assets whose retention policy has run out at ``now``."""
+        return sorted({i for live in self._live.values() for i in live.views.expired(now)})
+
+    def pending(self) -> int:
+        return sum(len(lv.pending) for lv in self._live.values())
+
+    def catch_up(self, max_items: int | None = None, progress: Callable[[int], None] | None = None) -> int:
+        """Move not-yet-indexed vectors into their partition indexes; returns how many moved."""
+        moved = 0
+        for live in self._live.values():
+            while live.pending and (max_items is None or moved < max_items):
+                room = len(live.pending) if max_items is None else min(len(live.pending), max_items - moved)
+                batch = list(live.pending.items())[: min(room, 4096)]
+                live.index.add([i for i, _ in batch], np.stack([v for _, v in batch]))
+                for i, _ in batch:
+                    del live.pending[i]
+                moved += len(batch)
+                live.dirty = True
+                if progress:
+                    progress(len(batch))
+        return moved
+
+    def checkpoint(self) -> int:
+        """Index every pending vector and write sealed snapshots of changed indexes. Returns snapshots written."""
+        self.catch_up()
+        written = 0
+        for pid, live in self._live.items():
+            if not live.dirty:
+                continue
+            head = json.dumps(
+                {
+                    "seq": self.seq,
+                    "journal": self._journal_digest(self.seq),
+                    "embedder": live.part.embedder,
+                    "dim": live.part.dim,
+                    "count": len(live.index),
+                }
+            ).encode()
+            views = live.views.dump()
+            raw = struct.pack(">I", len(head)) + head + struct.pack(">Q", len(views)) + views + live.index.dump()
+            aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
+            self.blobs.write(self._snapshot_name(pid), crypto.seal(live.key, raw, aad, self.entropy))
+            live.covered_seq = self.seq
+            live.dirty = False
+            written += 1
+        return written
+
+    def stats(self) -> StoreStats:
+        per: dict[str, dict[str, int | str]] = {}
+        for lv in self._live.values():
+            per[lv.part.ref.name] = {
+                "indexed": len(lv.index),
+                "pending": len(lv.pending),
+                "embedder": lv.part.embedder,
+                "epoch": lv.part.epoch,
+            }
+        # Without opening a record: the live assets are the partitions' views, the rest of the records tombstones.
+        assets = sum(len(lv.views) for lv in self._live.values())
+        tombstones = sum(1 for _ in self.kv.load_range("assets")) - assets
+        return StoreStats(
+            assets=assets,
+            tombstones=tombstones,
+            partitions=per,
+            journal_seq=self.seq,
+            indexed=sum(len(lv.index) for lv in self._live.values()),
+            pending=self.pending(),
+            rebuilt_indexes=self.rebuilt_indexes,
+            replayed_events=self.replayed_events,
+        )
+
+    def close(self) -> None:
+        self.kv.close()
+
+
+__all__ = ["Hit", "Partition", "PrivacyScope", "Store", "StoreStats"]

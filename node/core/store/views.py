@@ -1,0 +1,255 @@
+"""Policy views: the fields of each live asset that retrieval decides on before anything is ranked.
+
+A :class:`View` is the slim, payload-free part of an asset: owner, tenant, scope, readers, policies, retention, level,
+segment, tags, entities, times, supersession, trust, and for hydration's walk the goal, the source pointer and the
+``derived_from`` / ``contradicts`` edges. :class:`PartitionViews` keeps one partition's views in memory (the snapshot
+that carries them is sealed) with the groupings that make authorization cheap:
+
+- ``groups``: ids by *policy signature* (owner, tenant, scope, inference/training/export/replication policy). Every
+  asset of a group gets the same decision for a principal in its audience, so one decision per group authorizes
+  (or refuses) all of its members at once.
+- ``readers``: ids that name a principal (``p:<id>``) or a role (``r:<role>``) in their reader lists, so an explicit
+  share is found without looking at anything else.
+- ``expiring``: the retention deadline of the assets that have one.
+- the graph hydration walks (:mod:`node.hydrate`): items by source (with their offsets, for neighbouring turns),
+  derivatives by what they derive from, ids by lower-cased entity and by goal, and what contradicts an asset. These
+  hold ids only; whether the caller may use one is decided by the same authorized set as everything else.
+
+The views of a partition travel in its sealed index snapshot and are rebuilt from the records with it (a snapshot
+written before a field was added fails to load and is rebuilt, like any stale one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Final
+
+import orjson
+
+from gaml.policy.model import (
+    Asset,
+    AssetType,
+    ExportPolicy,
+    InferencePolicy,
+    Level,
+    PrivacyScope,
+    ReplicationPolicy,
+    Retention,
+    TrainingPolicy,
+    TrustClass,
+)
+
+Signature = tuple[str, str, PrivacyScope, InferencePolicy, TrainingPolicy, ExportPolicy, ReplicationPolicy]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class View:
+    id: str
+    asset_type: AssetType
+    owner_id: str
+    tenant_scope: str
+    privacy_scope: PrivacyScope
+    allowed_principals: tuple[str, ...]
+    allowed_roles: tuple[str, ...]
+    inference_policy: InferencePolicy
+    training_policy: TrainingPolicy
+    export_policy: ExportPolicy
+    replication_policy: ReplicationPolicy
+    retention_policy: Retention
+    level: Level
+    segment: str
+    tags: tuple[str, ...]
+    entities: tuple[str, ...]
+    created_at: int
+    valid_from: int
+    valid_to: int
+    supersedes: tuple[str, ...]
+    trust_class: TrustClass
+    provenance_score: float
+    confidence_score: float
+    # What hydration walks on: the goal an item served, where it came from, and its graph edges.
+    goal: str = ""
+    source_id: str = ""
+    source_start: int = 0
+    derived_from: tuple[str, ...] = ()
+    contradicts: tuple[str, ...] = ()
+    tombstone: bool = False
+
+    @classmethod
+    def of(cls, a: Asset) -> View:
+        kw = {f: getattr(a, f) for f in _FIELDS if f not in _SOURCE_FIELDS}
+        if a.source is not None:
+            kw["source_id"], kw["source_start"] = a.source.source_id, a.source.start
+        return cls(**kw)
+
+    @property
+    def is_item(self) -> bool:
+        """An ingested journal item: verbatim (L0) with a pointer back to its source."""
+        return self.level is Level.L0 and bool(self.source_id)
+
+    @property
+    def signature(self) -> Signature:
+        return (
+            self.owner_id,
+            self.tenant_scope,
+            self.privacy_scope,
+            self.inference_policy,
+            self.training_policy,
+            self.export_policy,
+            self.replication_policy,
+        )
+
+    @property
+    def deadline(self) -> int:
+        """When its retention ends (microseconds; 0: never)."""
+        r = self.retention_policy
+        ends = [x for x in (r.delete_at, self.created_at + r.ttl_seconds * 1_000_000 if r.ttl_seconds else 0) if x]
+        return min(ends) if ends else 0
+
+    def to_json(self) -> list[Any]:
+        out: list[Any] = []
+        for f in _FIELDS:
+            v = getattr(self, f)
+            if isinstance(v, Retention):
+                v = [v.delete_at, v.ttl_seconds]
+            elif hasattr(v, "value"):
+                v = v.value
+            out.append(v)
+        return out
+
+    @classmethod
+    def from_json(cls, row: list[Any]) -> View:
+        kw = dict(zip(_FIELDS, row, strict=True))
+        for f, t in _ENUMS.items():
+            kw[f] = t(kw[f])
+        kw["retention_policy"] = Retention(*kw["retention_policy"])
+        for f in (
+            "allowed_principals",
+            "allowed_roles",
+            "tags",
+            "entities",
+            "supersedes",
+            "derived_from",
+            "contradicts",
+        ):
+            kw[f] = tuple(kw[f])
+        return cls(**kw)
+
+
+_FIELDS: Final = tuple(f.name for f in dataclasses.fields(View) if f.name != "tombstone")
+_SOURCE_FIELDS: Final = frozenset({"source_id", "source_start"})
+_ENUMS: Final = {
+    "asset_type": AssetType,
+    "privacy_scope": PrivacyScope,
+    "inference_policy": InferencePolicy,
+    "training_policy": TrainingPolicy,
+    "export_policy": ExportPolicy,
+    "replication_policy": ReplicationPolicy,
+    "level": Level,
+    "trust_class": TrustClass,
+}
+
+
+class PartitionViews:
+    def __init__(self) -> None:
+        self.views: dict[str, View] = {}
+        self.groups: dict[Signature, set[str]] = {}
+        self.readers: dict[str, set[str]] = {}
+        self.expiring: dict[str, int] = {}
+        self.timed: set[str] = set()  # ids with a validity window
+        self.latest_created = 0  # the newest created_at ever put (an upper bound after removals)
+        # The graph hydration walks: items by source (id -> offset), derivatives by what they derive from, ids by
+        # (lower-cased) entity and by goal, and what contradicts an asset.
+        self.sources: dict[str, dict[str, int]] = {}
+        self.derivatives: dict[str, set[str]] = {}
+        self.entities: dict[str, set[str]] = {}
+        self.goals: dict[str, set[str]] = {}
+        self.contradicted: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self.views)
+
+    def __iter__(self) -> Iterator[View]:
+        return iter(self.views.values())
+
+    def get(self, id_: str) -> View | None:
+        return self.views.get(id_)
+
+    def put(self, v: View) -> None:
+        self.remove(v.id)
+        self.views[v.id] = v
+        self.groups.setdefault(v.signature, set()).add(v.id)
+        for key in _reader_keys(v):
+            self.readers.setdefault(key, set()).add(v.id)
+        if v.deadline:
+            self.expiring[v.id] = v.deadline
+        if v.valid_from or v.valid_to:
+            self.timed.add(v.id)
+        self.latest_created = max(self.latest_created, v.created_at)
+        if v.is_item:
+            self.sources.setdefault(v.source_id, {})[v.id] = v.source_start
+            if v.goal:
+                self.goals.setdefault(v.goal, set()).add(v.id)
+        for target in v.derived_from:
+            self.derivatives.setdefault(target, set()).add(v.id)
+        for target in v.contradicts:
+            self.contradicted.setdefault(target, set()).add(v.id)
+        for e in {e.lower() for e in v.entities}:
+            self.entities.setdefault(e, set()).add(v.id)
+
+    def remove(self, id_: str) -> View | None:
+        v = self.views.pop(id_, None)
+        if v is None:
+            return None
+        group = self.groups[v.signature]
+        group.discard(id_)
+        if not group:
+            del self.groups[v.signature]
+        for key in _reader_keys(v):
+            ids = self.readers[key]
+            ids.discard(id_)
+            if not ids:
+                del self.readers[key]
+        self.expiring.pop(id_, None)
+        self.timed.discard(id_)
+        if v.is_item:
+            _discard(self.sources, v.source_id, id_)
+            if v.goal:
+                _discard(self.goals, v.goal, id_)
+        for target in v.derived_from:
+            _discard(self.derivatives, target, id_)
+        for target in v.contradicts:
+            _discard(self.contradicted, target, id_)
+        for e in {e.lower() for e in v.entities}:
+            _discard(self.entities, e, id_)
+        return v
+
+    def expired(self, now: int) -> set[str]:
+        return {i for i, t in self.expiring.items() if now >= t}
+
+    def dump(self) -> bytes:
+        return orjson.dumps([self.views[i].to_json() for i in sorted(self.views)])
+
+    @classmethod
+    def load(cls, data: bytes) -> PartitionViews:
+        pv = cls()
+        for row in orjson.loads(data):
+            pv.put(View.from_json(row))
+        return pv
+
+
+def _discard(table: dict[str, Any], key: str, id_: str) -> None:
+    members = table.get(key)
+    if members is None:
+        return
+    if isinstance(members, dict):
+        members.pop(id_, None)
+    else:
+        members.discard(id_)
+    if not members:
+        del table[key]
+
+
+def _reader_keys(v: View) -> list[str]:
+    return [f"p:{p}" for p in v.allowed_principals] + [f"r:{r}" for r in v.allowed_roles]

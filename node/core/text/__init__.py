@@ -1,0 +1,1 @@
+"""Text in: records, parsers, the envelope, extraction and the privacy classifier."""

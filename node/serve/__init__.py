@@ -1,0 +1,1 @@
+"""Transports: the gRPC daemon and servicer, the client, the replicator."""

@@ -1,0 +1,366 @@
+"""``Client``: the Python client of a node's ``gaml.v1.Memory`` service (what the CLI uses when a daemon runs).
+
+::
+
+    from gaml.node.serve.client import Client
+    with Client.unix("~/.gaml/run/gaml.sock") as c:          # as your local principal
+        c.put([{"asset_type": "fact", "payload": {"text": "Alice drinks oat-milk flat whites"}}])
+        out = c.hydrate("what does Alice drink?", budget=500)
+        print(out["frame"])
+
+    with Client.mtls("127.0.0.1:7700", key, cert, ca) as c:   # as the principal of your certificate
+        c.search("release date", k=5)
+
+Errors come back as the GAML error types the node raised (``PolicyError``, ``NotFound``, ``InvalidAsset``, …, read
+from the status's ``google.rpc.ErrorInfo``), so callers handle a remote node as they would a local one.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.protobuf.struct_pb2 import Struct
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.policy.access import PolicyError, UnknownPrincipal
+from gaml.policy.errors import (
+    BadSignature,
+    DecryptionFailed,
+    Deleted,
+    GamlError,
+    InvalidAsset,
+    InvalidInput,
+    KeychainError,
+    NotFound,
+    StoreClosed,
+    StoreCorrupt,
+    StoreError,
+)
+from gaml.policy.model import freeze_json, thaw_json
+from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
+from gaml.proto.gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
+
+T = TypeVar("T")
+CHUNK: Final = 1 << 20
+DEFAULT_TIMEOUT_S: Final = 300.0
+
+# Error classes by the name the node reports (ErrorInfo.metadata["type"]), then by reason.
+_BY_TYPE: Final[dict[str, type[GamlError]]] = {
+    c.__name__: c
+    for c in (
+        PolicyError,
+        UnknownPrincipal,
+        NotFound,
+        Deleted,
+        InvalidAsset,
+        InvalidInput,
+        KeychainError,
+        StoreError,
+        StoreClosed,
+        StoreCorrupt,
+        DecryptionFailed,
+        BadSignature,
+        TooLarge,
+        DeadlineExceeded,
+        Unauthenticated,
+        Unavailable,
+    )
+}
+_BY_CODE: Final[dict[grpc.StatusCode, type[GamlError]]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidInput,
+    grpc.StatusCode.PERMISSION_DENIED: PolicyError,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DATA_LOSS: StoreCorrupt,
+}
+
+
+def error_of(e: grpc.RpcError) -> GamlError:
+    """The GAML error a failed call stands for (its ErrorInfo names the class; the status code is the fallback)."""
+    code = e.code() if isinstance(e, grpc.Call) else grpc.StatusCode.UNKNOWN
+    message = (e.details() if isinstance(e, grpc.Call) else None) or str(code)
+    info: error_details_pb2.ErrorInfo | None = None
+    retry = 0.0
+    st = rpc_status.from_call(e) if isinstance(e, grpc.Call) else None
+    for d in st.details if st is not None else ():
+        if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            d.Unpack(info)
+        elif d.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            r = error_details_pb2.RetryInfo()
+            d.Unpack(r)
+            retry = r.retry_delay.seconds + r.retry_delay.nanos / 1e9
+    if info is not None and info.reason == "RATE_LIMITED":
+        return RateLimited(message, retry)
+    cls = _BY_TYPE.get(info.metadata.get("type", "")) if info is not None else None
+    if cls is None:
+        cls = _BY_CODE.get(code, GamlError)
+    if code is grpc.StatusCode.UNAVAILABLE and info is None:
+        if any(mark in message.lower() for mark in _TLS_MARKS):
+            return TlsRefused(
+                "the TLS handshake with the node failed: the node refused this client's certificate (not issued by "
+                "its CA, expired, or none given), or this client does not trust the node's certificate (another "
+                f"ca.crt); nothing was sent ({message})"
+            )
+        message = f"the node does not answer ({message})"
+    return cls(message)
+
+
+def _listens(address: str, timeout_s: float = 2.0) -> bool:
+    """Whether a TCP connection to ``host:port`` is accepted (nothing is sent on it)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+class TlsRefused(Unauthenticated, Unavailable):
+    """The mutual-TLS handshake failed (a refused or untrusted certificate): the node answered, and said no."""
+
+
+# What gRPC's connectivity errors say when the TLS handshake, not the network, failed.
+_TLS_MARKS: Final = ("handshake", "ssl", "tls", "certificate")
+
+
+class Client:
+    """A connection to a node. Every call raises a :class:`GamlError` subclass on failure."""
+
+    def __init__(self, channel: grpc.Channel, *, timeout_s: float = DEFAULT_TIMEOUT_S, tcp: str = "") -> None:
+        self.channel = channel
+        self.stub = memory_pb2_grpc.MemoryStub(channel)
+        self.timeout_s = timeout_s
+        self._tcp = tcp  # host:port of an mTLS node, to tell a refused handshake from a node that is not there
+
+    @classmethod
+    def unix(cls, path: str | Path, **kw: Any) -> Client:
+        """Over the node's Unix socket: you are the node's local principal (the kernel vouches for your uid)."""
+        target = f"unix:{Path(path).expanduser()}"
+        creds = grpc.local_channel_credentials(grpc.LocalConnectionType.UDS)
+        return cls(grpc.secure_channel(target, creds, options=_OPTIONS), **kw)
+
+    @classmethod
+    def mtls(cls, address: str, key_pem: bytes, cert_pem: bytes, ca_pem: bytes, **kw: Any) -> Client:
+        """Over TCP with mutual TLS: you are the principal your certificate names (empty key and certificate: none is
+        presented, and the node refuses the handshake)."""
+        creds = grpc.ssl_channel_credentials(ca_pem, key_pem or None, cert_pem or None)
+        return cls(grpc.secure_channel(address, creds, options=_OPTIONS), tcp=address, **kw)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Callable[..., T], request: Any, timeout_s: float | None = None) -> T:
+        try:
+            return method(request, timeout=timeout_s or self.timeout_s)
+        except grpc.RpcError as e:
+            err = error_of(e)
+            # No answer of the node's own, and no connection ever made (not a daemon gone mid-call, a GOAWAY, …).
+            bare = isinstance(e, grpc.Call) and rpc_status.from_call(e) is None
+            unconnected = isinstance(e, grpc.Call) and "failed to connect" in (e.details() or "")
+            if type(err) is Unavailable and bare and unconnected and self._tcp and _listens(self._tcp):
+                # The node takes TCP connections but gRPC saw the socket close: with mutual TLS that is the node
+                # ending the handshake over this client's certificate (gRPC reports only "Socket closed").
+                raise TlsRefused(
+                    f"the node at {self._tcp} accepts connections but ended the TLS handshake: it refused this "
+                    "client's certificate (not issued by its CA, expired, or none given); nothing was sent "
+                    f"({e.details() if isinstance(e, grpc.Call) else e})"
+                ) from None
+            raise err from None
+
+    # -- calls ------------------------------------------------------------------------------------------------------
+
+    def status(self, **kw: Any) -> dict[str, Any]:
+        r = self._call(self.stub.Status, memory_pb2.StatusRequest(), **kw)
+        return _message_json(r)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the node answers (gRPC's connection backoff, no polling loop here)."""
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
+        except grpc.FutureTimeoutError:
+            raise Unavailable(f"the node did not answer within {timeout_s:g} s") from None
+
+    def put(
+        self, drafts: Sequence[Mapping[str, Any] | asset_pb2.Asset], *, check_only: bool = False, **kw: Any
+    ) -> list[str]:
+        """Store drafts (JSON-like dicts as `gaml put` reads them, or wire assets); returns their ids. ``check_only``:
+        validate and authorize them as a put would, write nothing (the ids they would get)."""
+        assets = [d if isinstance(d, asset_pb2.Asset) else draft_pb_from_json(d) for d in drafts]
+        r = self._call(self.stub.Put, memory_pb2.PutRequest(assets=assets, check_only=check_only), **kw)
+        return list(r.ids)
+
+    def get(self, id_: str, *, purpose: str = "", location: str = "", **kw: Any) -> dict[str, Any]:
+        req = memory_pb2.GetRequest(id=id_, intent=_intent(purpose, location))
+        r = self._call(self.stub.Get, req, **kw)
+        return asset_to_json(asset_from_pb(r.asset))
+
+    def forget(self, id_: str, **kw: Any) -> dict[str, Any]:
+        r = self._call(self.stub.Forget, memory_pb2.ForgetRequest(id=id_), **kw)
+        return {"id": r.receipt_id, "at": r.at, "tombstoned": list(r.tombstoned), "rebuilt_sources": r.rebuilt_sources}
+
+    def search(
+        self, text: str, *, k: int = 10, purpose: str = "", location: str = "", **fields: Any
+    ) -> list[dict[str, Any]]:
+        """Hits as ``{id, score, path, partition, explain, asset}`` dicts. ``fields``: mode, as_of, types (wire
+        numbers), segments, tags, entities, timeout_s."""
+        timeout = fields.pop("timeout_s", None)
+        req = memory_pb2.SearchRequest(text=text, k=k, intent=_intent(purpose, location), **fields)
+        r = self._call(self.stub.Search, req, timeout)
+        return [
+            {
+                "id": h.asset.id,
+                "score": h.score,
+                "path": h.path,
+                "partition": h.partition,
+                "explain": _struct_json(h.explain),
+                "asset": asset_to_json(asset_from_pb(h.asset)),
+            }
+            for h in r.hits
+        ]
+
+    def hydrate(
+        self, goal: str, budget: int, *, purpose: str = "", location: str = "", **fields: Any
+    ) -> dict[str, Any]:
+        """``{frame, receipt}`` as `gaml hydrate --json` prints it. ``fields``: plane (PlaneSegment messages), mode,
+        as_of, counter, timeout_s."""
+        timeout = fields.pop("timeout_s", None)
+        req = memory_pb2.HydrateRequest(goal=goal, budget=budget, intent=_intent(purpose, location), **fields)
+        r = self._call(self.stub.Hydrate, req, timeout)
+        return {"frame": r.frame, "receipt": _struct_json(r.receipt)}
+
+    def ingest(
+        self,
+        files: Iterable[tuple[str, bytes] | Path],
+        *,
+        format: str = "",
+        tenant: str = "",
+        segment: str = "",
+        scope: str = "",
+        replication: str = "",
+        item_budget: int = 0,
+        curate: bool = True,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """Stream files (paths, or (name, bytes) pairs) into the caller's journal; the node's report."""
+
+        def requests() -> Iterator[memory_pb2.IngestRequest]:
+            first = True
+            for f in files:
+                name = str(f.resolve()) if isinstance(f, Path) else f[0]
+                header = memory_pb2.IngestFile(
+                    name=name,
+                    format=format,
+                    tenant=tenant,
+                    segment=segment,
+                    scope=_wire(asset_pb2.PrivacyScope, "PRIVACY_SCOPE", scope),
+                    replication=_wire(asset_pb2.ReplicationPolicy, "REPLICATION_POLICY", replication),
+                    item_budget=item_budget,
+                )
+                yield memory_pb2.IngestRequest(file=header, no_curate=first and not curate)
+                first = False
+                if isinstance(f, Path):  # read as it is sent, a chunk at a time
+                    with f.open("rb") as fh:
+                        while chunk := fh.read(CHUNK):
+                            yield memory_pb2.IngestRequest(chunk=chunk)
+                    continue
+                data = f[1]
+                for i in range(0, len(data), CHUNK):
+                    yield memory_pb2.IngestRequest(chunk=data[i : i + CHUNK])
+
+        r = self._call(self.stub.Ingest, requests(), timeout_s)
+        return dict(_struct_json(r.report))
+
+    def grant(self, grantee: str, max_level: str, **fields: Any) -> dict[str, Any]:
+        timeout = fields.pop("timeout_s", None)
+        r = self._call(
+            self.stub.Grant,
+            memory_pb2.GrantRequest(grantee=grantee, max_level=_wire(asset_pb2.Level, "LEVEL", max_level), **fields),
+            timeout,
+        )
+        return _grant(r.grant)
+
+    def revoke(self, grant_id: str, **kw: Any) -> dict[str, Any]:
+        return _grant(self._call(self.stub.Revoke, memory_pb2.RevokeRequest(grant_id=grant_id), **kw).grant)
+
+    def grants(self, **kw: Any) -> dict[str, list[dict[str, Any]]]:
+        r = self._call(self.stub.ListGrants, memory_pb2.ListGrantsRequest(), **kw)
+        return {"made": [_grant(g) for g in r.made], "received": [_grant(g) for g in r.received]}
+
+    def access_log(self, limit: int = 0, **kw: Any) -> list[dict[str, Any]]:
+        r = self._call(self.stub.AccessLog, memory_pb2.AccessLogRequest(limit=limit), **kw)
+        return [_struct_json(rec.entry) for rec in r.records]
+
+
+_OPTIONS: Final = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
+
+
+def plane_to_pb(plane: Sequence[Any]) -> list[memory_pb2.PlaneSegment]:
+    """Wire segments for a hydration plane (``node.hydrate.Segment`` objects)."""
+    out = []
+    for seg in plane:
+        w = seg.walk
+        walk = memory_pb2.Walk(
+            neighbours=w.neighbours, entity_hops=w.entity_hops, entity_fanout=w.entity_fanout, decay=w.decay
+        )
+        out.append(
+            memory_pb2.PlaneSegment(name=seg.name, budget=seg.budget, seeds=seg.seeds, fact_cap=seg.fact_cap, walk=walk)
+        )
+    return out
+
+
+def _wire(enum: Any, prefix: str, name: Any) -> Any:
+    """The wire number of a domain enum member or its short name (``"user_private"``, ``"l2"``); 0 for none."""
+    if not name:
+        return 0
+    value = getattr(name, "value", name)
+    try:
+        return enum.Value(f"{prefix}_{str(value).upper()}")
+    except ValueError:
+        raise InvalidInput(f"unknown {prefix.lower()} {value!r}") from None
+
+
+def _intent(purpose: Any, location: Any) -> memory_pb2.Intent:
+    return memory_pb2.Intent(
+        purpose=_wire(memory_pb2.Purpose, "PURPOSE", purpose), location=_wire(memory_pb2.Location, "LOCATION", location)
+    )
+
+
+def _grant(g: memory_pb2.Grant) -> dict[str, Any]:
+    d = _message_json(g)
+    d["max_level"] = asset_pb2.Level.Name(g.max_level).removeprefix("LEVEL_").lower()
+    return d
+
+
+def _message_json(msg: Message) -> dict[str, Any]:
+    """A message as JSON, its 64-bit integers as ints (the JSON mapping writes them as strings) and every string as
+    it is (a principal named "1000" stays a string)."""
+    d = json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    int64s_as_ints(d, msg.DESCRIPTOR)
+    return d
+
+
+def _struct_json(s: Struct) -> Any:
+    """A Struct as JSON with its whole numbers as ints (a Struct carries every number as a double); strings — a goal
+    "2024" — stay strings."""
+    return thaw_json(freeze_json(json_format.MessageToDict(s), "the node's answer", max_depth=None))
+
+
+__all__ = ["Client", "TlsRefused", "error_of", "plane_to_pb"]

@@ -1,0 +1,763 @@
+"""``gaml run``: the node as a long-running, authenticated gRPC service.
+
+One process, three lanes, no shared Python state:
+
+- **the loop thread** runs uvloop. It hosts ``grpc.aio`` (the ``gaml.v1.Memory`` service, standard health checking and
+  reflection), the Unix-socket gate, and trio in *guest mode* (``trio.lowlevel.start_guest_run``), where the libp2p
+  shell of the replication layer will live. The asyncio↔trio bridge is :class:`TrioGuest`: trio's scheduler runs
+  inside asyncio's loop on the same thread, so neither side needs a lock (DEPENDENCIES.md §7, pattern B).
+- **the core thread** (:class:`CoreLane`, one worker) owns the node: store, indexes, embedder, journal, hydrator. Every
+  call of the core runs there, one at a time, so the core stays single-threaded and synchronous as it is written,
+  while its blocking work (embedding, index builds, synced RocksDB writes) never blocks the loop. A call whose deadline
+  passes while it waits in the lane is dropped before it starts; one that started finishes atomically.
+- gRPC's own C threads, which hold no GAML state.
+
+**Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
+0600). A *gate* accepts each connection, reads the peer's credentials from the kernel (``SO_PEERCRED``: pid, uid,
+gid), refuses any uid but the daemon's own, and splices the accepted connection to the gRPC server's private socket
+(a fresh 0700 directory). Such a caller is the node's *local principal* (``config.json`` ``local_principal``, default
+the node's only user, else the login name). With ``--listen HOST:PORT`` the node also serves TCP, with mutual TLS
+only: a client certificate issued by the node's CA (``gaml certs``) names the principal; revoked certificates and
+principals are refused on each ``gaml.v1.Memory`` call (health checking and reflection, which reveal no memory,
+answer any client the TLS handshake admitted). Anything else gets no service.
+
+**Limits.** Per principal: a token bucket of calls and the largest request and ingest stream
+(:class:`node.service.Limits`, ``config.json`` ``limits``). The transport refuses messages over the largest limit.
+
+**Shutdown.** SIGTERM or SIGINT: stop accepting, let in-flight calls finish (``grace_s``), then on the core thread
+flush and snapshot the indexes and close the store, stop trio, and remove the socket and ``HOME/run/daemon.json``.
+
+**Logs** are JSON lines on stderr: one per start, stop, refused connection and call (method, principal, transport,
+outcome, milliseconds), never a payload, a key or a frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
+import getpass
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import struct
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import grpc
+import trio
+import uvloop
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from gaml.node.core.replica import Replica
+from gaml.node.core.service import (
+    DeadlineExceeded,
+    Limits,
+    MemoryService,
+    RateLimiter,
+    TooLarge,
+    Unauthenticated,
+    Unavailable,
+)
+from gaml.node.core.tokens import TokenCounter
+from gaml.node.home import check_home, local_principal, make_counter, memory_layers, open_node, read_config
+from gaml.node.pairing import p2p_config
+from gaml.node.serve.replicator import Replicator, status_key
+from gaml.node.serve.servicer import SERVICE, MemoryServicer, handlers
+from gaml.node.shells import certs
+from gaml.node.shells.file_keychain import FileKeychain, Unlock
+from gaml.node.shells.files import check_private_dir, write_atomic
+from gaml.policy import crypto
+from gaml.policy.access import Principal
+from gaml.policy.errors import GamlError, InvalidInput, StoreError
+from gaml.policy.keychain import NODE_IDENTITY_REF
+
+T = TypeVar("T")
+VERSION: Final = "0.1.0"
+RUN_DIR: Final = "run"
+SOCKET_NAME: Final = "gaml.sock"
+WRITES: Final = frozenset({"Put", "Ingest", "Forget"})  # calls after which replication ticks at once
+INFO_NAME: Final = "daemon.json"
+MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
+_CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
+PRIVATE_PREFIX: Final = "gaml-"  # the gRPC server's private directory: TMPDIR/gaml-<pid>-<random>
+_PRIVATE_NAME: Final = re.compile(r"gaml-([0-9]+)-[A-Za-z0-9_]+")
+_INTERNAL_SOCKET: Final = "grpc.sock"
+
+log = logging.getLogger("gaml.daemon")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": round(record.created, 3), "level": record.levelname.lower(), "event": record.getMessage()}
+        out.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            out["error"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def configure_logging(stream: Any = None, level: int = logging.INFO) -> None:
+    """JSON lines on ``stream`` (default stderr) for the ``gaml.daemon`` logger."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+    log.propagate = False
+
+
+def _event(event: str, level: int = logging.INFO, **fields: Any) -> None:
+    log.log(level, event, extra={"fields": fields})
+
+
+def replication_path(home: Path) -> Path:
+    """What a running daemon reports of replication (``gaml peers``)."""
+    return run_dir(home) / "replication.json"
+
+
+def run_dir(home: Path) -> Path:
+    return home / RUN_DIR
+
+
+def info_path(home: Path) -> Path:
+    return run_dir(home) / INFO_NAME
+
+
+def read_info(home: Path) -> dict[str, Any] | None:
+    """What a running daemon wrote about itself (pid, socket, TCP address), or ``None``."""
+    try:
+        info: dict[str, Any] = json.loads(info_path(home).read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def socket_listens(path: Path) -> bool:
+    """Whether a process accepts connections on the Unix socket ``path`` (a refused or missing one: no)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+# -- the core thread ---------------------------------------------------------------------------------------------------
+
+
+class CoreLane:
+    """One worker thread that owns the core; :meth:`run` awaits a function run there, honouring a deadline."""
+
+    def __init__(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gaml-core")
+        self.busy_s = 0.0
+
+    async def run(self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
+        def job() -> T:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlineExceeded("the deadline passed while the call waited for the node; nothing was done")
+            t0 = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                self.busy_s += time.perf_counter() - t0
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, job)
+
+    def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """Queue ``fn`` on the core thread from anywhere (the trio side waits on the future its own way)."""
+
+        def job() -> T:
+            t0 = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                self.busy_s += time.perf_counter() - t0
+
+        return self._pool.submit(job)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# -- trio in guest mode ------------------------------------------------------------------------------------------------
+
+
+class TrioGuest:
+    """trio running as a guest inside the asyncio loop (same thread). :meth:`call` runs a trio function from asyncio."""
+
+    def __init__(self) -> None:
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._stop: trio.Event | None = None
+        self._done: asyncio.Future[Any] | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+        self._done = loop.create_future()
+
+        async def main() -> None:
+            self._stop = trio.Event()
+            async with trio.open_nursery() as nursery:
+                self._nursery, self._token = nursery, trio.lowlevel.current_trio_token()
+                loop.call_soon(_settle, started, None, None)
+                await self._stop.wait()
+                nursery.cancel_scope.cancel()
+
+        def done(outcome: Any) -> None:
+            if self._done is not None and not self._done.done():
+                self._done.set_result(outcome)
+
+        trio.lowlevel.start_guest_run(
+            main,
+            run_sync_soon_threadsafe=lambda fn: _soon(loop, fn),
+            done_callback=done,
+            host_uses_signal_set_wakeup_fd=True,
+        )
+        await asyncio.wait_for(started, 30)
+
+    async def call(self, afn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``await afn(*args)`` in trio and return its result (or raise its error) in asyncio."""
+        if self._token is None or self._nursery is None:
+            raise Unavailable("trio is not running")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+
+        async def runner() -> None:
+            try:
+                r = await afn(*args)
+            except BaseException as e:  # handed to the asyncio side
+                loop.call_soon_threadsafe(_settle, fut, None, e)
+            else:
+                loop.call_soon_threadsafe(_settle, fut, r, None)
+
+        nursery = self._nursery
+        self._token.run_sync_soon(lambda: nursery.start_soon(runner))
+        return await fut
+
+    @property
+    def running(self) -> bool:
+        return self._token is not None and self._done is not None and not self._done.done()
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """The guest run's nursery, for tasks that live as long as the daemon (call it from a trio task)."""
+        if self._nursery is None:
+            raise Unavailable("trio is not running")
+        return self._nursery
+
+    async def stop(self) -> None:
+        if self._token is None or self._stop is None or self._done is None:
+            return
+        stop = self._stop
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(stop.set)
+        outcome = await asyncio.wait_for(self._done, 30)
+        outcome.unwrap()
+
+
+# -- the daemon --------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Options:
+    socket_path: Path | None = None  # default HOME/run/gaml.sock
+    listen: str | None = None  # HOST:PORT for TCP with mutual TLS
+    local_principal: str | None = None  # default: config.json local_principal, the only user, or the login name
+    grace_s: float = 10.0
+    embedder: Any = None  # an Embedder to use instead of the configured one (tests)
+    counter: Callable[[str], TokenCounter] | None = None
+    p2p: list[str] | None = None  # libp2p listen multiaddrs (default: config.json p2p.listen, loopback)
+    peers: list[str] = dataclasses.field(default_factory=list)  # bootstrap peers besides config.json p2p.peers
+
+
+class Daemon:
+    """The service of one home. ``await serve()`` runs until :meth:`request_stop` (or SIGTERM/SIGINT)."""
+
+    def __init__(self, home: Path, unlock: Unlock, options: Options | None = None) -> None:
+        self.home = home
+        self.unlock = unlock
+        self.opts = options or Options()
+        check_home(home)
+        cfg = read_config(home)
+        self.limits = Limits.from_json(cfg.get("limits") or {})
+        self.limiter = RateLimiter(self.limits)
+        self.socket_path = self.opts.socket_path or run_dir(home) / SOCKET_NAME
+        if len(os.fsencode(self.socket_path)) > MAX_UNIX_PATH:
+            raise InvalidInput(
+                f"the socket path {self.socket_path} is over {MAX_UNIX_PATH} bytes (a Unix-socket limit): "
+                "give a shorter one with --socket"
+            )
+        self.uid = os.getuid()
+        self.lane = CoreLane()
+        self.trio = TrioGuest()
+        self.revocations: certs.Revocations | None = None  # once the keychain is open (it seals the names)
+        self.service: MemoryService | None = None
+        self.replicator: Replicator | None = None
+        self.p2p_addrs: list[str] = []
+        self.local_principal = ""
+        self.tcp_port: int | None = None
+        self.started = time.monotonic()
+        self.calls = 0
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._gate: asyncio.AbstractServer | None = None
+        self._pumps: set[asyncio.Task[None]] = set()
+        self._private: Path | None = None
+        self._socket_ino: int | None = None
+        self._stopping = False
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Begin a graceful shutdown (safe from any thread)."""
+        stop = self._stop
+        if stop is None:
+            return
+        try:
+            loop = self._loop
+        except AttributeError:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop already closed
+            loop.call_soon_threadsafe(stop.set)
+
+    @property
+    def address(self) -> str | None:
+        """The TCP address served (``--listen`` with the port actually bound), or ``None``."""
+        return self.opts.listen and f"{self.opts.listen.rsplit(':', 1)[0]}:{self.tcp_port}"
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until the daemon serves (for a thread that started it); False on timeout."""
+        return self._ready.wait(timeout)
+
+    def _open(self) -> MemoryService:
+        node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
+        try:
+            ingestor, ladder = memory_layers(self.home, node)
+            svc = MemoryService(node, ingestor, ladder, self.opts.counter or make_counter)
+            name = self.opts.local_principal or local_principal(self.home, node) or getpass.getuser()
+            self.local_principal = svc.ensure_user(name).id
+            self.replicator = self._replicator(svc, ladder)
+            self.revocations = certs.Revocations(self.home, node.store.keychain)
+        except BaseException:
+            node.close(checkpoint=False)
+            raise
+        return svc
+
+    def _replicator(self, svc: MemoryService, ladder: Any) -> Replicator | None:
+        """Replication, when this node is in a boundary or was told where to listen (core thread)."""
+        replica = Replica(svc.node, erase=lambda id_, now: ladder.forget(id_, now, reason="replicated tombstone"))
+        cfg = p2p_config(self.home)
+        if not replica.boundary_ids() and self.opts.p2p is None:
+            return None
+        seed = svc.node.store.keychain.get(NODE_IDENTITY_REF)
+        return Replicator(
+            replica,
+            seed,
+            self.lane.submit,
+            replication_path(self.home),
+            status_key(svc.node.store.keychain),
+            listen=self.opts.p2p or cfg["listen"],
+            peers=[*cfg["peers"], *self.opts.peers],
+        )
+
+    def _close(self) -> None:
+        if self.service is not None:
+            self.service.node.close(checkpoint=True)
+
+    async def serve(self, *, install_signals: bool = True) -> None:
+        """Open the node, serve until asked to stop, then shut down gracefully."""
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        if install_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._loop.add_signal_handler(sig, self._stop.set)
+        _event("starting", home=str(self.home), pid=os.getpid(), version=VERSION)
+        self.service = await self.lane.run(self._open)
+        server: grpc.aio.Server | None = None
+        health = HealthServicer()
+        try:
+            await self.trio.start()
+            if self.replicator is not None:
+                self.p2p_addrs = await self.trio.call(self._start_p2p)
+            server = await self._start_grpc(health)
+            await self._start_gate()
+            self._write_info()
+            _event(
+                "serving",
+                socket=str(self.socket_path),
+                listen=self.address,
+                principal=self.local_principal,
+                node_id=self.service.node.node_id[:16],
+            )
+            self._ready.set()
+            await self._stop.wait()
+            _event("stopping", grace_s=self.opts.grace_s)
+        finally:
+            self._stopping = True
+            await self._shutdown(server, health)
+
+    async def _start_p2p(self) -> list[str]:
+        assert self.replicator is not None
+        return await self.replicator.start(self.trio.nursery)
+
+    async def _start_grpc(self, health: HealthServicer) -> grpc.aio.Server:
+        limit = self.limits.largest_request_bytes
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", limit + 64 * 1024),
+                ("grpc.max_send_message_length", 64 << 20),
+                ("grpc.so_reuseport", 0),
+            ],
+            maximum_concurrent_rpcs=256,
+        )
+        assert self.service is not None
+        server.add_generic_rpc_handlers((handlers(MemoryServicer(self.service, self)),))
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        reflection.enable_server_reflection(
+            (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server
+        )
+        remove_stale_private_dirs()
+        self._private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-"))  # 0700
+        self._internal = self._private / _INTERNAL_SOCKET
+        server.add_secure_port(f"unix:{self._internal}", grpc.local_server_credentials(grpc.LocalConnectionType.UDS))
+        if self.opts.listen:
+            kc = FileKeychain.open(self.home / "keychain.json", self.unlock, crypto.SystemEntropy())
+            key, cert, ca = certs.server_material(self.home, kc)
+            creds = grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
+            try:
+                self.tcp_port = server.add_secure_port(self.opts.listen, creds)
+            except RuntimeError as e:  # grpc: "Failed to bind to address …"
+                raise InvalidInput(
+                    f"cannot listen on {self.opts.listen}: the address is in use or not available here ({e}); "
+                    "choose another --listen"
+                ) from None
+            if not self.tcp_port:
+                raise InvalidInput(f"cannot listen on {self.opts.listen}; choose another --listen")
+        await server.start()
+        await health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await health.set(SERVICE, health_pb2.HealthCheckResponse.SERVING)
+        return server
+
+    async def _start_gate(self) -> None:
+        d = self.socket_path.parent
+        if d == run_dir(self.home):
+            check_private_dir(d, "the home's run/", create=True)
+        else:
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._remove_stale_socket()
+        old = os.umask(0o177)  # the socket is created 0600: no window in which others could connect
+        try:
+            self._gate = await asyncio.start_unix_server(self._admit, path=str(self.socket_path))
+        finally:
+            os.umask(old)
+        os.chmod(self.socket_path, 0o600)
+        self._socket_ino = os.lstat(self.socket_path).st_ino
+
+    def _remove_stale_socket(self) -> None:
+        """Whatever is at the socket path is replaced only if it is a stale socket of ours: a socket of this user
+        that no process listens on, at the home's default path or where this home's last daemon said it served
+        (``run/daemon.json``, left by a daemon that was killed). Anything else is refused (:class:`InvalidInput`),
+        untouched."""
+        path = self.socket_path
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISSOCK(st.st_mode) or st.st_uid != self.uid:
+            kind = (
+                "a symlink"
+                if stat.S_ISLNK(st.st_mode)
+                else "a directory"
+                if stat.S_ISDIR(st.st_mode)
+                else ("a socket of another user" if stat.S_ISSOCK(st.st_mode) else "a file")
+            )
+            raise InvalidInput(
+                f"{path} exists and is {kind}, not a stale socket of this node; refusing to replace it: choose "
+                "another --socket (or move it away)"
+            )
+        if socket_listens(path):
+            raise StoreError(f"{path} is served by another process; choose another --socket")
+        info = read_info(self.home) or {}
+        if path != run_dir(self.home) / SOCKET_NAME and info.get("socket") != str(path):
+            raise InvalidInput(
+                f"{path} is a socket this node's daemon did not leave (run/daemon.json does not name it); refusing to "
+                "remove it: choose another --socket, or remove it yourself"
+            )
+        path.unlink()
+
+    def _write_info(self) -> None:
+        info = {
+            "pid": os.getpid(),
+            "socket": str(self.socket_path),
+            "listen": self.address,
+            "version": VERSION,
+            "p2p": self.p2p_addrs,
+        }
+        p = info_path(self.home)
+        check_private_dir(p.parent, "the home's run/", create=True)
+        write_atomic(p, json.dumps(info).encode(), mode=0o600)
+
+    async def _shutdown(self, server: grpc.aio.Server | None, health: HealthServicer) -> None:
+        if self._gate is not None:
+            self._gate.close()  # no new connections
+            with contextlib.suppress(FileNotFoundError):
+                if os.lstat(self.socket_path).st_ino == self._socket_ino:  # ours still, not a file put there since
+                    self.socket_path.unlink()
+        if server is not None:
+            with contextlib.suppress(Exception):
+                await health.enter_graceful_shutdown()
+            await server.stop(self.opts.grace_s)  # drains in-flight calls, then cancels what is left
+        for t in list(self._pumps):
+            t.cancel()
+        if self.replicator is not None and self.trio.running:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.trio.call(self.replicator.stop), 30)
+        try:
+            await self.lane.run(self._close)  # flush and snapshot the indexes, on the core thread
+        finally:
+            self.lane.shutdown()
+            with contextlib.suppress(Exception):
+                await self.trio.stop()
+            if self._private is not None:
+                shutil.rmtree(self._private, ignore_errors=True)
+            info = read_info(self.home)
+            if info and info.get("pid") == os.getpid():
+                for path in (info_path(self.home), replication_path(self.home)):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+            _event("stopped", calls=self.calls, core_busy_s=round(self.lane.busy_s, 3))
+
+    # -- the Unix-socket gate ---------------------------------------------------------------------------------------
+
+    async def _admit(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        try:
+            pid, uid, _gid = _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
+        except OSError:
+            pid = uid = -1
+        if uid != self.uid or self._stopping:
+            _event(
+                "refused",
+                logging.WARNING,
+                transport="unix",
+                pid=pid,
+                uid=uid,
+                reason="uid" if uid != self.uid else "stopping",
+            )
+            writer.close()
+            return
+        try:
+            r2, w2 = await asyncio.open_unix_connection(str(self._internal))
+        except OSError:
+            writer.close()
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._pumps.add(task)
+        try:
+            await asyncio.gather(_pump(reader, w2), _pump(r2, writer))
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._pumps.discard(task)
+            for w in (writer, w2):
+                w.close()
+
+    # -- the runtime the servicer calls (proto.servicer.Runtime) ----------------------------------------------------
+
+    def _identity(self, ctx: grpc.aio.ServicerContext) -> tuple[str, str]:
+        auth = ctx.auth_context()
+        kind = (auth.get("transport_security_type") or [b""])[0]
+        if kind == b"local":
+            return self.local_principal, "unix"
+        if kind == b"ssl":
+            pem = (auth.get("x509_pem_cert") or [b""])[0]
+            if not pem:
+                raise Unauthenticated("a client certificate is required")
+            info = crypto.cert_info(pem)
+            if self.revocations is None:
+                raise Unavailable("the node is starting")
+            if self.revocations.is_revoked(info.serial_hex, info.principal):
+                raise Unauthenticated(f"the certificate {info.serial_hex} of {info.principal} is revoked")
+            return info.principal, "mtls"
+        raise Unauthenticated("unauthenticated transport")
+
+    def _admit_call(self, ctx: grpc.aio.ServicerContext, method: str, size: int) -> tuple[str, str]:
+        if self._stopping:
+            raise Unavailable("the node is shutting down")
+        pid, transport = self._identity(ctx)
+        self.limiter.take(pid, time.monotonic())
+        lim = self.limits.of(pid)
+        if size > lim.max_request_bytes:
+            raise TooLarge(f"the request is {size} bytes, over {pid}'s limit of {lim.max_request_bytes}")
+        return pid, transport
+
+    def _deadline(self, ctx: grpc.aio.ServicerContext) -> float | None:
+        remaining = ctx.time_remaining()
+        if remaining is None:
+            return None
+        if remaining <= 0:
+            raise DeadlineExceeded("the deadline passed before the call reached the node")
+        return time.monotonic() + remaining
+
+    async def authenticate(self, ctx: grpc.aio.ServicerContext, method: str) -> Principal:
+        pid, _ = self._admit_call(ctx, method, 0)
+        svc = self.service
+        assert svc is not None
+        return await self.lane.run(lambda: svc.ensure_user(pid), deadline=self._deadline(ctx))
+
+    def ingest_limit(self, principal: Principal) -> int:
+        return self.limits.of(principal.id).max_ingest_bytes
+
+    async def call(
+        self,
+        ctx: grpc.aio.ServicerContext,
+        method: str,
+        fn: Callable[[Principal, int], T],
+        *,
+        size: int,
+        caller: Principal | None = None,
+    ) -> T:
+        t0 = time.perf_counter()
+        pid, transport, outcome = (caller.id if caller else "?"), "?", "ok"
+        try:
+            if caller is None:
+                pid, transport = self._admit_call(ctx, method, size)
+            svc = self.service
+            assert svc is not None
+            deadline = self._deadline(ctx)
+            who = pid
+
+            def job() -> T:
+                c = caller if caller is not None else svc.ensure_user(who)
+                return fn(c, time.time_ns() // 1000)
+
+            result = await self.lane.run(job, deadline=deadline)
+            if method in WRITES and self.replicator is not None:
+                self.replicator.poke()  # the write travels now, not at the next tick
+            return result
+        except GamlError as e:
+            outcome = type(e).__name__
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        except Exception:
+            outcome = "internal"  # the servicer logs it with its traceback, and answers INTERNAL
+            raise
+        finally:
+            self.calls += 1
+            _event(
+                "call",
+                method=method,
+                principal=pid,
+                transport=transport,
+                outcome=outcome,
+                ms=round((time.perf_counter() - t0) * 1000, 2),
+            )
+
+    def describe(self, ctx: grpc.aio.ServicerContext) -> dict[str, Any]:
+        try:
+            _, transport = self._identity(ctx)
+        except GamlError:
+            transport = "?"
+        return {
+            "version": VERSION,
+            "transport": transport,
+            "uptime_seconds": round(time.monotonic() - self.started, 3),
+            "calls": self.calls,
+        }
+
+
+def _soon(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:
+    loop.call_soon_threadsafe(fn)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(1 << 16):
+            if writer.is_closing():
+                break
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError, RuntimeError):  # uvloop: RuntimeError on a transport closed under us
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+def remove_stale_private_dirs(tmp: Path | None = None) -> list[Path]:
+    """Remove the private directories (``TMPDIR/gaml-<pid>-*``) that killed daemons left behind: only directories of
+    this user, whose process is gone, holding nothing but their gRPC socket. Returns those removed."""
+    root = Path(tmp or tempfile.gettempdir())
+    removed: list[Path] = []
+    uid = os.getuid()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _PRIVATE_NAME.fullmatch(entry.name)
+        if m is None or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
+            continue
+        try:
+            st = os.lstat(entry.path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+                continue
+            inside = os.listdir(entry.path)
+            sock = os.path.join(entry.path, _INTERNAL_SOCKET)
+            if inside and (inside != [_INTERNAL_SOCKET] or not stat.S_ISSOCK(os.lstat(sock).st_mode)):
+                continue  # not what a daemon leaves: not ours to remove
+            if inside:
+                os.unlink(sock)
+            os.rmdir(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    if removed:
+        _event("removed stale private directories", count=len(removed))
+    return removed
+
+
+def run(home: Path, unlock: Unlock, options: Options | None = None) -> None:
+    """``gaml run``: serve ``home`` until SIGTERM or SIGINT (uvloop; trio as a guest)."""
+    configure_logging()
+    daemon = Daemon(home, unlock, options)
+    uvloop.run(daemon.serve())
+
+
+__all__ = ["CoreLane", "Daemon", "Options", "TrioGuest", "configure_logging", "read_info", "run"]

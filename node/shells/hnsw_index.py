@@ -1,0 +1,172 @@
+"""``HnswIndex``: the :class:`node.vectors.VectorIndex` contract over hnswlib. The only module that imports hnswlib.
+
+One index per partition, cosine space. Labels are integers assigned in insertion order; the id<->label map travels in
+the snapshot. The build is single-threaded with a fixed seed by default, so the same inserts give the same graph
+(hnswlib#28: threaded inserts do not). ``knn_query`` raises when it finds fewer than k results (DEPENDENCIES.md P7):
+``search`` asks for at most the live count and retries with a smaller k.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Final
+
+import hnswlib
+import numpy as np
+
+from gaml.node.core.store.vectors import as_matrix, top_k
+from gaml.policy.errors import IndexMismatch, StoreCorrupt
+
+HNSW_MAGIC: Final = b"GHI1"
+EXACT_BELOW: Final = 2048  # an allowed set this small is scored exactly (cheaper and exact; see DESIGN.md §3)
+
+
+class HnswIndex:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        m: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        seed: int = 100,
+        threads: int = 1,
+    ) -> None:
+        if dim <= 0:
+            raise IndexMismatch("dimension must be positive")
+        self.dim = dim
+        self.ef_search = ef_search
+        self.threads = threads
+        self._params = {"m": m, "ef_construction": ef_construction, "seed": seed}
+        self._index = hnswlib.Index(space="cosine", dim=dim)
+        # Deleted elements' slots are reused by later inserts, so edits do not grow the index without bound.
+        self._index.init_index(
+            max_elements=1024, ef_construction=ef_construction, M=m, random_seed=seed, allow_replace_deleted=True
+        )
+        self._label: dict[str, int] = {}
+        self._id: dict[int, str] = {}
+        self._next = 0
+
+    def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        mat = as_matrix(vectors, self.dim, len(ids))
+        if len(set(ids)) != len(ids):  # the same id twice in one call: the last vector wins, as in ExactIndex
+            last = {id_: row for row, id_ in enumerate(ids)}
+            ids, mat = list(last), mat[list(last.values())]
+        for id_ in ids:
+            self.remove(id_)
+        labels = np.arange(self._next, self._next + len(ids), dtype=np.uint64)
+        reusable = self._index.get_current_count() - len(self._label)  # deleted slots
+        need = self._index.get_current_count() + max(0, len(ids) - reusable)
+        cap = self._index.get_max_elements()
+        if need > cap:
+            while cap < need:
+                cap *= 2
+            self._index.resize_index(cap)
+        self._index.add_items(mat, labels, num_threads=self.threads, replace_deleted=True)
+        for id_, label in zip(ids, labels.tolist(), strict=True):
+            self._label[id_] = label
+            self._id[label] = id_
+        self._next += len(ids)
+
+    def remove(self, id_: str) -> None:
+        label = self._label.pop(id_, None)
+        if label is None:
+            return
+        del self._id[label]
+        self._index.mark_deleted(label)
+
+    def search(self, vector: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
+        q = as_matrix(vector, self.dim, 1)
+        labels_ok: set[int] | None = None
+        if allowed is not None:
+            labels_ok = {self._label[i] for i in allowed if i in self._label}
+            if len(labels_ok) <= EXACT_BELOW:  # few allowed: score exactly those, never the rest
+                return self._exact(q[0], sorted(labels_ok), k)
+        k = min(k, len(self._label) if labels_ok is None else len(labels_ok))
+        if k <= 0:
+            return []
+        self._index.set_ef(max(self.ef_search, k))
+        # With a filter, hnswlib still walks other nodes of the graph, but scores and returns only allowed labels.
+        filt = None if labels_ok is None else labels_ok.__contains__
+        while k > 0:
+            try:
+                labels, dists = self._index.knn_query(q, k=k, num_threads=1, filter=filt)
+                break
+            except RuntimeError:  # fewer than k reachable (P7)
+                k -= max(1, k // 4)
+        else:
+            return []
+        pairs = [(self._id[int(lb)], 1.0 - float(d)) for lb, d in zip(labels[0], dists[0], strict=True)]
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        return pairs
+
+    def _exact(self, q: np.ndarray, labels: list[int], k: int) -> list[tuple[str, float]]:
+        if not labels:
+            return []
+        vecs = np.asarray(self._index.get_items(labels), dtype=np.float32)
+        return top_k([self._id[lb] for lb in labels], np.dot(vecs, q), k)
+
+    def items(self) -> Iterator[tuple[str, np.ndarray]]:
+        for id_, label in list(self._label.items()):
+            yield id_, np.asarray(self._index.get_items([label])[0], dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self._label)
+
+    def __contains__(self, id_: object) -> bool:
+        return id_ in self._label
+
+    def dump(self) -> bytes:
+        """Snapshot as bytes (the caller seals it; pickle is read back only from an authenticated blob)."""
+        body = pickle.dumps(
+            {
+                "dim": self.dim,
+                "ef_search": self.ef_search,
+                "params": self._params,
+                "next": self._next,
+                "labels": self._label,
+                "index": self._index,
+            },
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+        return HNSW_MAGIC + struct.pack(">Q", len(body)) + body
+
+    @classmethod
+    def load(cls, data: bytes, *, threads: int = 1) -> HnswIndex:
+        try:
+            if data[:4] != HNSW_MAGIC:
+                raise ValueError("bad magic")
+            (n,) = struct.unpack(">Q", data[4:12])
+            if len(data) != 12 + n:
+                raise ValueError("truncated")
+            state = pickle.loads(data[12:])
+            p = state["params"]
+            index = cls(
+                state["dim"],
+                m=p["m"],
+                ef_construction=p["ef_construction"],
+                ef_search=state["ef_search"],
+                seed=p["seed"],
+                threads=threads,
+            )
+            index._index = state["index"]
+            index._label = dict(state["labels"])
+            index._id = {v: k for k, v in index._label.items()}
+            index._next = state["next"]
+            return index
+        except Exception as e:  # any failure to read a snapshot means: rebuild from RocksDB
+            raise StoreCorrupt(f"HNSW snapshot is unreadable: {e}") from e
+
+
+class HnswFactory:
+    def __init__(self, *, ef_construction: int = 200, ef_search: int = 128, m: int = 16, threads: int = 1) -> None:
+        self.kw = {"ef_construction": ef_construction, "ef_search": ef_search, "m": m, "threads": threads}
+
+    def new(self, dim: int) -> HnswIndex:
+        return HnswIndex(dim, **self.kw)
+
+    def load(self, data: bytes) -> HnswIndex:
+        return HnswIndex.load(data, threads=self.kw["threads"])
