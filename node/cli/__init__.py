@@ -23,12 +23,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gaml.node.core.hydrate import HYDRATION_MODES, HydrationRequest, Hydrator, Segment, parse_plane
-from gaml.node.core.memory.ingest import IngestOptions, Ingestor
-from gaml.node.core.memory.ladder import Ladder
-from gaml.node.core.node import Node, hit_json, whose
-from gaml.node.core.text.parsers import FORMATS, detect, parse, unterminated_last_line
-from gaml.node.core.text.records import Source
+from gaml.node.core.api import Memory
+from gaml.node.core.hydrate import HYDRATION_MODES, Segment, parse_plane
+from gaml.node.core.node import Node, whose
+from gaml.node.core.service import IngestFile, MemoryService, forced_format_note
+from gaml.node.core.text.parsers import FORMATS, detect, unterminated_last_line
 from gaml.node.home import (
     EMBEDDERS,
     check_home,
@@ -40,12 +39,12 @@ from gaml.node.home import (
     open_node,
     read_config,
 )
+from gaml.node.local import LocalMemory
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.policy import crypto
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
+from gaml.policy.access import Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
 from gaml.policy.errors import (
-    Deleted,
     GamlError,
     InvalidAsset,
     InvalidInput,
@@ -54,7 +53,7 @@ from gaml.policy.errors import (
     StoreError,
     StoreLocked,
 )
-from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy, load_json
+from gaml.policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy, load_json
 from gaml.proto.convert import asset_to_json, draft_from_json
 
 
@@ -191,17 +190,65 @@ def _daemon(args: argparse.Namespace) -> Any:
     return client
 
 
-def _as_daemon_caller(client: Any, given: str | None) -> str:
-    """Over the socket you are your uid's principal: ``--as`` may only name that principal. Returns the user it acts
-    as (whose memory is the caller's own)."""
-    st = client.status()
-    me = str(st["principal"])
+def _as_daemon_caller(client: Any, given: str | None) -> None:
+    """Over the socket you are your uid's principal: ``--as`` may only name that principal."""
+    from gaml.node.serve.client import RemoteMemory
+
+    me = RemoteMemory(client).status().principal
     if given and given != me:
         raise PolicyError(
             f"a daemon serves this home, and over its socket you are {me}; acting as {given} needs {given}'s own "
             "client certificate (gaml certs issue) over TCP with mutual TLS"
         )
-    return str(st.get("user") or me)
+
+
+@contextlib.contextmanager
+def _memory(
+    args: argparse.Namespace,
+    as_: str | None,
+    *,
+    need: str = "",
+    default: Callable[[Node], str | None] | None = None,
+    writer: bool = False,
+    checkpoint: bool = True,
+) -> Iterator[Memory]:
+    """The memory of ``--home`` as the caller sees it, one interface whichever door answers: the running daemon's
+    (over its socket, where you are your uid's principal and ``--as`` may only name you), else the store's, as
+    ``--as`` (else ``default(node)``; ``need``: the refusal when neither names anyone). ``writer``: an owner the node
+    has not registered yet may write its own memory (a new user principal, as `gaml ingest --owner` creates)."""
+    client = _daemon(args)
+    if client is not None:
+        from gaml.node.serve.client import RemoteMemory
+
+        with client:
+            _as_daemon_caller(client, as_)
+            yield RemoteMemory(client)
+        return
+    if need and not as_ and default is None:
+        raise PolicyError(need)
+    with _node(args, checkpoint=checkpoint) as node:
+        name = as_ or (default(node) if default else None)
+        if need and not name:
+            raise PolicyError(need)
+        caller = None
+        if name and writer:
+            caller = node.writer(name)[0]
+        elif name:
+            try:
+                caller = node.governance.principal(name)
+            except UnknownPrincipal:
+                if as_:
+                    raise
+        ingestor, ladder = memory_layers(args.home, node)
+        service = MemoryService(node, ingestor, ladder, make_counter)
+        yield LocalMemory(service, caller, now_us, progress=_stage)
+
+
+@contextlib.contextmanager
+def _stage(stage: str, total: int) -> Iterator[Any]:
+    """Progress on stderr for one stage of long work on the store (a terminal only)."""
+    with _progress(total, stage, unit={"ingest": "record", "curate": "source"}.get(stage, "asset")) as bar:
+        yield bar
 
 
 def _regular_file(path: Path, what: str) -> None:
@@ -248,48 +295,26 @@ def cmd_put(args: argparse.Namespace) -> None:
         text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InvalidAsset(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    parsed = list(_read_drafts(text, origin))  # read once: checked here, sent as they are through a daemon
-    drafts = []
-    for where, obj in parsed:
+    objs = []
+    for where, obj in _read_drafts(text, origin):  # read once, checked here to name a bad one by its place
         try:
-            fields = draft_from_json(obj)
-            if args.owner and "owner_id" not in fields:
-                fields["owner_id"] = args.owner
-            drafts.append(fields)
+            draft_from_json(obj)
         except GamlError as e:
             raise type(e)(f"{where}: {e}") from None
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.as_)
-            objs = [obj for _, obj in parsed]
-            for obj in objs:
-                if args.owner and "owner_id" not in obj and "ownerId" not in obj:
-                    obj["owner_id"] = args.owner
-            if len(objs) > args.batch:  # several calls: all are checked before the first writes
-                for i in range(0, len(objs), args.batch):
-                    chunk = objs[i : i + args.batch]
-                    try:
-                        client.put(chunk, check_only=True)
-                    except (PolicyError, InvalidAsset, InvalidInput) as e:  # about an asset: name it in the input
-                        raise type(e)(_renumbered(str(e), i, len(chunk))) from None
-            with _progress(len(objs), "put") as bar:
-                _put_batches(client.put, objs, args.batch, bar)
-        return
-    with _node(args) as node:
-        now = now_us()
-        built = []
-        if args.as_:  # as through the daemon: memory without an owner is the writer's user's
-            user = node.governance.principal(args.as_).user
-            drafts = [d if d.get("owner_id") else {**d, "owner_id": user} for d in drafts]
-        for i, d in enumerate(drafts):
-            try:
-                built.append(node.build(d, now))
-            except GamlError as e:
-                raise type(e)(f"asset #{i + 1}: {e}") from None
-        _authorize_put(node, built, args.as_)
-        with _progress(len(built), "put") as bar:
-            _put_batches(lambda chunk: node.put(chunk, now), built, args.batch, bar)
+        if args.owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
+            obj = {**obj, "owner_id": args.owner}
+        objs.append(obj)
+    # Without --as on the store, each asset is written by its owner; through a daemon, by you.
+    with _memory(args, args.as_) as mem:
+        if len(objs) > args.batch:  # several calls: all are checked before the first writes
+            for i in range(0, len(objs), args.batch):
+                chunk = objs[i : i + args.batch]
+                try:
+                    mem.put(chunk, check_only=True)
+                except (PolicyError, InvalidAsset, InvalidInput) as e:  # about an asset: name it in the input
+                    raise type(e)(_renumbered(str(e), i, len(chunk))) from None
+        with _progress(len(objs), "put") as bar:
+            _put_batches(mem.put, objs, args.batch, bar)
 
 
 def _renumbered(message: str, offset: int, size: int) -> str:
@@ -300,44 +325,9 @@ def _renumbered(message: str, offset: int, size: int) -> str:
     return re.sub(r"asset #(\d+)", lambda m: f"asset #{int(m.group(1)) + offset}", message, count=1)
 
 
-def _authorize_put(node: Node, assets: Sequence[Asset], as_: str | None) -> None:
-    """Authorize a put on the store before anything is written: as ``--as`` when given, else each asset as written
-    by its owner (the command line holds the home's keys, but memory still goes only where its owner may put it)."""
-    if as_:
-        node.authorize_writes(node.governance.principal(as_), assets)
-        return
-    for i, a in enumerate(assets):
-        if a.owner_id:
-            writer = node.writer(a.owner_id)[0]
-        elif a.tenant_scope:
-            raise PolicyError(f"asset #{i + 1} has no owner but tenant {a.tenant_scope}: name who writes it with --as")
-        else:
-            continue  # ownerless public memory of no tenant: the home's holder publishes it
-        try:
-            node.authorize_writes(writer, [a])
-        except PolicyError as e:
-            raise PolicyError(f"asset #{i + 1}: {e}") from None
-
-
 def cmd_get(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.as_)
-            out = client.get(args.id, purpose=args.purpose.value, location=args.location.value)
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-        return
-    if not args.as_:
-        raise PolicyError("name who reads with --as (a registered principal)")
-    with _node(args, checkpoint=False) as node:
-        try:
-            asset = node.read(args.id, args.as_, now_us(), purpose=args.purpose, location=args.location)
-        except Deleted:
-            if not args.include_deleted:
-                raise
-            asset = node.store.get(args.id, include_deleted=True)  # a tombstone: no payload, shown to its owner only
-            if node.governance.principal(args.as_).user != asset.owner_id:
-                raise
+    with _memory(args, args.as_, need="name who reads with --as (a registered principal)", checkpoint=False) as mem:
+        asset = mem.get(args.id, purpose=args.purpose, location=args.location, include_deleted=args.include_deleted)
     print(json.dumps(asset_to_json(asset), indent=2, ensure_ascii=False))
 
 
@@ -348,53 +338,21 @@ def cmd_delete(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            who = _as_daemon_caller(client, args.as_)
-            found = client.search(
-                args.text,
-                k=args.k,
-                purpose=args.purpose.value,
-                location=args.location.value,
-                mode={"hybrid": 1, "dense": 2, "lexical": 3}[args.mode],
-                as_of=args.as_of or 0,
-                types=[_wire_type(t) for t in args.type],
-                segments=args.segment,
-                tags=args.tag,
-                entities=args.entity,
-            )
-        rows = [
-            {
-                **h["explain"],
-                "owner": h["asset"]["owner_id"],
-                "type": h["asset"]["asset_type"],
-                "level": h["asset"]["level"],
-                "text": _payload_text(h["asset"]["payload"]),
-            }
-            for h in found
-        ]
-        _print_hits(rows, args, who)
-        return
-    if not args.as_:
-        raise PolicyError("name who reads with --as (a registered principal)")
-    with _node(args) as node:
-        hits = node.search(
+    with _memory(args, args.as_, need="name who reads with --as (a registered principal)") as mem:
+        hits = mem.search(
             args.text,
-            args.as_,
-            now_us(),
             k=args.k,
             purpose=args.purpose,
             location=args.location,
-            as_of=args.as_of or 0,
             mode=args.mode,
-            types=frozenset(args.type),
-            segments=frozenset(args.segment),
-            tags=frozenset(args.tag),
-            entities=frozenset(args.entity),
+            as_of=args.as_of or 0,
+            types=args.type,
+            segments=args.segment,
+            tags=args.tag,
+            entities=args.entity,
         )
-        reader = node.governance.principal(args.as_).user
-    _print_hits([hit_json(h) for h in hits], args, reader)
+        who = "" if args.json else mem.status().user
+    _print_hits([h.row() for h in hits], args, who)
 
 
 def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) -> None:
@@ -407,17 +365,6 @@ def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) 
         text = whose(h["owner"], who) + " ".join(h["text"].split())  # one line: no text passes for another row
         text = text if len(text) <= 90 else text[:89] + "…"
         print(f"{h['score']:6.4f} {h['path']:<7} {h['id']}  {h['type']:<11} {h['partition']:<30} {text}")
-
-
-def _payload_text(payload: dict[str, Any]) -> str:
-    text = payload.get("text")
-    return text if isinstance(text, str) else json.dumps(payload, sort_keys=True, separators=(",", ":"))
-
-
-def _wire_type(t: AssetType) -> int:
-    from gaml.proto.gaml.v1 import asset_pb2
-
-    return int(asset_pb2.AssetType.Value(f"ASSET_TYPE_{t.name}"))
 
 
 def cmd_redact(args: argparse.Namespace) -> None:
@@ -448,84 +395,41 @@ def cmd_principals(args: argparse.Namespace) -> None:
 
 
 def cmd_grant(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.as_)
-            out = client.grant(
-                args.to,
-                args.max_level.value,
-                segments=args.segment,
-                tags=args.tag,
-                time_from=args.time_from or 0,
-                time_to=args.time_to or 0,
-                expires_at=args.expires or 0,
-            )
-        print(json.dumps(out))
-        return
-    if not args.as_:
-        raise PolicyError("name the granting owner with --as")
-    with _node(args, checkpoint=False) as node:
-        g = node.governance.grant(
-            Grant(
-                args.as_,
-                args.to,
-                args.max_level,
-                now_us(),
-                frozenset(args.segment),
-                frozenset(args.tag),
-                args.time_from or 0,
-                args.time_to or 0,
-                args.expires or 0,
-            )
+    with _memory(args, args.as_, need="name the granting owner with --as", checkpoint=False) as mem:
+        g = mem.grant(
+            args.to,
+            args.max_level,
+            segments=args.segment,
+            tags=args.tag,
+            time_from=args.time_from or 0,
+            time_to=args.time_to or 0,
+            expires_at=args.expires or 0,
         )
     print(json.dumps(g.to_json()))
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.as_)
-            print(json.dumps(client.revoke(args.grant)))
-        return
-    if not args.as_:
-        raise PolicyError("name the owner with --as")
-    with _node(args, checkpoint=False) as node:
-        g = node.governance.revoke(args.grant, node.governance.principal(args.as_), now_us())
+    with _memory(args, args.as_, need="name the owner with --as", checkpoint=False) as mem:
+        g = mem.revoke(args.grant)
     print(json.dumps(g.to_json()))
 
 
 def cmd_grants(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            both = client.grants()
-        seen = {g["id"]: g for g in both["made"] + both["received"]}
-        rows = [
-            g
-            for g in seen.values()
-            if (args.owner is None or g["owner"] == args.owner) and (args.to is None or g["grantee"] == args.to)
-        ]
-        print(json.dumps(rows, indent=2))
-        return
-    with _node(args, checkpoint=False) as node:
-        gs = node.governance.grants(owner=args.owner, grantee=args.to)
-    print(json.dumps([g.to_json() for g in gs], indent=2))
+    """Your grants through a daemon (made and held); on the store, the holder of its keys sees every grant."""
+    with _memory(args, None, checkpoint=False) as mem:
+        made, received = mem.grants()
+    seen = {g.id: g for g in [*made, *received]}
+    rows = [
+        g.to_json()
+        for g in seen.values()
+        if (args.owner is None or g.owner == args.owner) and (args.to is None or g.grantee == args.to)
+    ]
+    print(json.dumps(rows, indent=2))
 
 
 def cmd_access_log(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.as_)
-            log = client.access_log(args.limit or 100)
-    else:
-        if not args.as_:
-            raise PolicyError("name the owner with --as")
-        with _node(args, checkpoint=False) as node:
-            p = node.governance.principal(args.as_)
-            log = node.governance.access_log(p.user, p, limit=args.limit)
+    with _memory(args, args.as_, need="name the owner with --as", checkpoint=False) as mem:
+        log = mem.access_log(args.limit or 100)
     if args.json:
         print(json.dumps(log, indent=2))
         return
@@ -538,40 +442,21 @@ def cmd_access_log(args: argparse.Namespace) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            st = client.status()
-        if args.json:
-            print(json.dumps(st, indent=2))
-        else:
-            for k, v in st.items():
-                print(f"{k:>16}: {v}")
-        return
-    with _node(args) as node:
-        s = node.store.stats()
-        files = sum(p.stat().st_size for p in args.home.rglob("*") if p.is_file())
-        out = {
-            "node_id": node.node_id,
-            "embedder": node.embedder.id,
-            "assets": s.assets,
-            "tombstones": s.tombstones,
-            "journal_seq": s.journal_seq,
-            "indexed": s.indexed,
-            "pending": s.pending,
-            "partitions": s.partitions,
-            "rebuilt_indexes": s.rebuilt_indexes,
-            "replayed_events": s.replayed_events,
-            "bytes_on_disk": files,
-        }
+    """The node's status, the same fields whether its daemon answers or the store does, and the home's size."""
+    with _memory(args, None, default=lambda node: local_principal(args.home, node)) as mem:
+        out = mem.status().to_json()
+    out["bytes_on_disk"] = sum(p.stat().st_size for p in args.home.rglob("*") if p.is_file())
     if args.json:
         print(json.dumps(out, indent=2))
         return
     for k, v in out.items():
         if k != "partitions":
-            print(f"{k:>16}: {v}")
-    for name, p in sorted(s.partitions.items()):
-        print(f"{'partition':>16}: {name}  indexed={p['indexed']} pending={p['pending']} embedder={p['embedder']}")
+            print(f"{k:>16}: {'' if v is None else v}")
+    for name, part in out["partitions"].items():
+        print(
+            f"{'partition':>16}: {name}  indexed={part['indexed']} pending={part['pending']} "
+            f"embedder={part['embedder']}"
+        )
 
 
 def _ingest_paths(paths: Sequence[str]) -> list[Path]:
@@ -595,19 +480,6 @@ def _ingest_paths(paths: Sequence[str]) -> list[Path]:
     return out
 
 
-def _read_sources(path: Path, fmt: str | None) -> list[Source]:
-    """The sources of one file; a parse error names the file by the path given (and says when --format forced it)."""
-    data = path.read_bytes()
-    try:
-        return parse(data, path.name, fmt, origin=str(path.resolve()))
-    except InvalidInput as e:
-        msg = str(e)
-        msg = msg.removeprefix(f"{path.name}: ")  # the parser names the file by its base name
-        if fmt is not None:
-            msg += f" (read as {fmt} because of --format {fmt}; without --format the format is detected)"
-        raise InvalidInput(f"{path}: {msg}") from None
-
-
 def _snapshot(files: Sequence[Path]) -> dict[Path, tuple[int, int]]:
     """Size and modification time of each file that still exists (what --watch compares between checks)."""
     out = {}
@@ -620,28 +492,18 @@ def _snapshot(files: Sequence[Path]) -> dict[Path, tuple[int, int]]:
     return out
 
 
-def _ingest_pass(
-    node: Node, ingestor: Ingestor, ladder: Ladder, files: Sequence[Path], args: argparse.Namespace
-) -> dict[str, Any]:
-    """Parse and ingest every file (records as progress), then curate what changed; a report without any text."""
-    sources = [s for f in files for s in _read_sources(f, args.format)]
-    opts = IngestOptions(
-        owner=args.owner,
+def _ingest_file(path: Path, args: argparse.Namespace) -> IngestFile:
+    """One file of an ingest call, named by its absolute path (its sources' ids are derived from where it lies)."""
+    return IngestFile(
+        str(path.resolve()),
+        path.read_bytes(),
+        format=args.format or "",
         tenant=args.tenant or "",
         segment=args.segment or "",
         scope=args.scope,
         replication=args.replicate,
         item_budget=args.item_budget,
     )
-    node.authorize_writes(node.writer(args.owner)[0], [opts.target()])  # the command line writes as the owner
-    now = now_us()
-    with _progress(sum(len(s.records) for s in sources), "ingest", unit="record") as bar:
-        report = ingestor.ingest(sources, opts, now, progress=bar.update)
-    out: dict[str, Any] = {"files": len(files), **report.to_json()}
-    if not args.no_curate and report.dirty:
-        with _progress(len(report.dirty), "curate", unit="source") as bar:
-            out["curation"] = ladder.curate(now, report.dirty, progress=bar.update).to_json()
-    return out
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
@@ -651,30 +513,19 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     that lands while a pass reads them is seen as a change by the next check (and re-reading what was already
     ingested is skipped by the watermarks)."""
     files = _ingest_paths(args.paths)
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.owner)
+    with _memory(args, args.owner, writer=True) as mem:
 
-            def through_daemon(todo: Sequence[Path]) -> dict[str, Any]:
-                return dict(
-                    client.ingest(
-                        list(todo),
-                        format=args.format or "",
-                        tenant=args.tenant or "",
-                        segment=args.segment or "",
-                        scope=args.scope.value,
-                        replication=args.replicate.value,
-                        item_budget=args.item_budget,
-                        curate=not args.no_curate,
-                    )
-                )
+        def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
+            try:
+                return mem.ingest([_ingest_file(f, args) for f in todo], curate=not args.no_curate)
+            except InvalidInput as e:
+                if not args.format:
+                    raise
+                fmt = args.format
+                said = f" (read as {fmt} because of --format {fmt}; without --format the format is detected)"
+                raise InvalidInput(str(e).replace(forced_format_note(args.format), said)) from None
 
-            _ingest_passes(through_daemon, files, args)
-        return
-    with _node(args) as node:
-        ingestor, ladder = memory_layers(args.home, node)
-        _ingest_passes(lambda todo: _ingest_pass(node, ingestor, ladder, todo, args), files, args)
+        _ingest_passes(one_pass, files, args)
 
 
 CLIPPED_SHOWN_MAX = 20
@@ -761,10 +612,8 @@ def cmd_curate(args: argparse.Namespace) -> None:
     print(json.dumps(report.to_json()))
 
 
-def _hydration_principal(node: Node, given: str | None) -> str:
-    """``--as``, else ``$GAML_AS``, else the node's only user principal."""
-    if given:
-        return given
+def _hydration_principal(node: Node) -> str:
+    """Who hydrates without ``--as``: ``$GAML_AS``, else the node's only user principal."""
     if os.environ.get("GAML_AS"):
         return os.environ["GAML_AS"]
     users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
@@ -782,40 +631,17 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
             plane = parse_plane(load_json(Path(args.plane).read_text(encoding="utf-8"), f"--plane {args.plane}"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, InvalidInput) as e:
             raise InvalidInput(f"--plane {args.plane}: {e}") from None
-    client = _daemon(args)
-    if client is not None:
-        from gaml.node.serve.client import plane_to_pb
-
-        with client:
-            _as_daemon_caller(client, args.as_)
-            out_json = client.hydrate(
-                args.goal,
-                args.budget,
-                purpose=args.purpose.value,
-                location=args.location.value,
-                plane=plane_to_pb(plane),
-                mode=HYDRATION_MODES.index(args.mode) + 1,
-                as_of=args.as_of or 0,
-                counter=args.counter,
-            )
-        _print_hydration(out_json, args)
-        return
-    counter = make_counter(args.counter)
-    with _node(args, checkpoint=False) as node:
-        _, ladder = memory_layers(args.home, node)
-        hydrator = Hydrator(node, counter, on_read=ladder.visit)
-        req = HydrationRequest(
+    with _memory(args, args.as_, default=_hydration_principal, checkpoint=False) as mem:
+        out = mem.hydrate(
             args.goal,
-            _hydration_principal(node, args.as_),
-            now_us(),
             args.budget,
-            plane,
+            plane=plane,
             purpose=args.purpose,
             location=args.location,
             mode=args.mode,
             as_of=args.as_of or 0,
+            counter=args.counter,
         )
-        out = hydrator.hydrate(req)
     _print_hydration(out.to_json(), args)
 
 
@@ -835,17 +661,8 @@ def _print_hydration(out: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
-    client = _daemon(args)
-    if client is not None:
-        with client:
-            _as_daemon_caller(client, args.as_)
-            print(json.dumps(client.forget(args.id)))
-        return
-    if not args.as_:
-        raise PolicyError("name the owner with --as")
-    with _node(args) as node:
-        _, ladder = memory_layers(args.home, node)
-        receipt = ladder.forget(args.id, now_us(), by=args.as_)
+    with _memory(args, args.as_, need="name the owner with --as") as mem:
+        receipt = mem.forget(args.id)
     print(json.dumps(receipt.to_json()))
 
 

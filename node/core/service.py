@@ -14,8 +14,10 @@ argument here, already established by the transport, never a field of the reques
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Result
@@ -24,9 +26,10 @@ from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import ErasureReceipt, Ladder
 from gaml.node.core.node import Node
 from gaml.node.core.text.parsers import FORMATS, parse
+from gaml.node.core.text.records import Source
 from gaml.node.core.tokens import TokenCounter
-from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, UnknownPrincipal
-from gaml.policy.errors import GamlError, InvalidInput
+from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
+from gaml.policy.errors import Deleted, GamlError, InvalidInput
 from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 
 MAX_SEARCH_K: Final = 1000
@@ -170,6 +173,37 @@ class IngestFile:
             raise InvalidInput(f"item_budget must be in [1, 1000000], got {self.item_budget}")
 
 
+# ``progress(stage, total)``: a context around one stage of long work, yielding something told ``update(n)``.
+Progress = Callable[[str, int], AbstractContextManager[Any]]
+
+
+class _Quiet:
+    def update(self, n: int) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _no_progress(stage: str, total: int) -> Iterator[_Quiet]:
+    yield _Quiet()
+
+
+def forced_format_note(fmt: str) -> str:
+    """What a parse error adds when the caller named the format (a front door may say how it was named)."""
+    return f" (read as {fmt}, the format given; without one the format is detected)"
+
+
+def _parse(f: IngestFile) -> list[Source]:
+    """The sources of one file; a parse error names the file as the caller named it, and a format it was told."""
+    base = f.name.rsplit("/", 1)[-1]
+    try:
+        return parse(f.data, base, f.format or None, origin=f.name)
+    except InvalidInput as e:
+        msg = str(e).removeprefix(f"{base}: ")  # the parser names the file by its base name
+        if f.format:
+            msg += forced_format_note(f.format)
+        raise InvalidInput(f"{f.name}: {msg}") from None
+
+
 class MemoryService:
     """The node's calls for an authenticated principal. One instance per node; not thread-safe (one core thread)."""
 
@@ -226,17 +260,54 @@ class MemoryService:
             return [a.id for a in built]
         return self.node.put(built, now, by=caller)
 
+    def put_as_owners(self, drafts: Sequence[Mapping[str, Any]], now: int, *, check_only: bool = False) -> list[str]:
+        """:meth:`put` for the holder of the home's keys, in-process only (``gaml put`` on the store without
+        ``--as``): each asset is authorized as written by its owner, so memory still goes only where its owner may
+        put it; ownerless memory of no tenant is the holder's to publish. No transport reaches this."""
+        if not drafts:
+            raise InvalidInput("a put needs at least one asset")
+        built = []
+        for i, d in enumerate(drafts):
+            try:
+                built.append(self.node.build(d, now))
+            except GamlError as e:
+                raise type(e)(f"asset #{i + 1}: {e}") from None
+        for i, a in enumerate(built):
+            if a.owner_id:
+                writer = self.node.writer(a.owner_id)[0]
+            elif a.tenant_scope:
+                raise PolicyError(
+                    f"asset #{i + 1} has no owner but tenant {a.tenant_scope}: name who writes it with --as"
+                )
+            else:
+                continue
+            try:
+                self.node.authorize_writes(writer, [a])
+            except PolicyError as e:
+                raise PolicyError(f"asset #{i + 1}: {e}") from None
+        if check_only:
+            return [a.id for a in built]
+        return self.node.put(built, now)
+
     def ingest(
-        self, caller: Principal, files: Sequence[IngestFile], now: int, *, curate: bool = True
+        self,
+        caller: Principal,
+        files: Sequence[IngestFile],
+        now: int,
+        *,
+        curate: bool = True,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
         """Parse and ingest files into the caller's user's journal, then curate what changed (unless told not to).
 
-        Files are parsed before anything is written, so a malformed one refuses the whole call and writes nothing."""
+        Files are parsed before anything is written, so a malformed one refuses the whole call and writes nothing.
+        ``progress(stage, total)``, if given, is entered around each stage ("ingest" over records, "curate" over
+        sources) and what it yields is told ``update(n)`` as the stage advances."""
         if not files:
             raise InvalidInput("an ingest needs at least one file")
         out: dict[str, Any] = {"files": len(files)}
         total: dict[str, Any] = {}
-        parsed = [(f, parse(f.data, f.name.rsplit("/", 1)[-1], f.format or None, origin=f.name)) for f in files]
+        parsed = [(f, _parse(f)) for f in files]
         options = [
             IngestOptions(
                 owner=caller.user,
@@ -250,8 +321,14 @@ class MemoryService:
         ]
         self.node.authorize_writes(caller, [o.target() for o in options])
         self.ingestor.check([(sources, opts) for (_, sources), opts in zip(parsed, options, strict=True)])
-        for (_, sources), opts in zip(parsed, options, strict=True):
-            report = self.ingestor.ingest(sources, opts, now).to_json()
+        stage = progress or _no_progress
+        records = sum(len(s.records) for _, sources in parsed for s in sources)
+        with stage("ingest", records) as bar:
+            reports = [
+                self.ingestor.ingest(sources, opts, now, progress=bar.update).to_json()
+                for (_, sources), opts in zip(parsed, options, strict=True)
+            ]
+        for report in reports:
             for k, v in report.items():
                 if isinstance(v, int):
                     total[k] = total.get(k, 0) + v
@@ -264,7 +341,8 @@ class MemoryService:
         out.update(total)
         dirty = out.get("dirty", [])
         if curate and dirty:
-            out["curation"] = self.ladder.curate(now, dirty).to_json()
+            with stage("curate", len(dirty)) as bar:
+                out["curation"] = self.ladder.curate(now, dirty, progress=bar.update).to_json()
         return out
 
     def forget(self, caller: Principal, id_: str, now: int) -> ErasureReceipt:
@@ -293,8 +371,27 @@ class MemoryService:
 
     # -- reads ------------------------------------------------------------------------------------------------------
 
-    def get(self, caller: Principal, id_: str, purpose: Permission, location: Location, now: int) -> Asset:
-        return self.node.read(id_, caller.id, now, purpose=purpose, location=location)
+    def get(
+        self,
+        caller: Principal,
+        id_: str,
+        purpose: Permission,
+        location: Location,
+        now: int,
+        *,
+        include_deleted: bool = False,
+    ) -> Asset:
+        """An asset the caller may read. ``include_deleted``: once one of the caller's own assets is deleted, its
+        tombstone (no payload); anyone else's stays ``Deleted``."""
+        try:
+            return self.node.read(id_, caller.id, now, purpose=purpose, location=location)
+        except Deleted:
+            if not include_deleted:
+                raise
+            tomb = self.node.store.get(id_, include_deleted=True)
+            if tomb.owner_id != caller.user:
+                raise
+            return tomb
 
     def search(
         self,
@@ -357,12 +454,17 @@ class MemoryService:
         gov = self.node.governance
         return gov.grants(owner=caller.user), gov.grants_for(caller)
 
+    def all_grants(self) -> list[Grant]:
+        """Every grant of the node: the view of the holder of its keys, in-process only (`gaml grants` on the store)."""
+        return self.node.governance.grants()
+
     def access_log(self, caller: Principal, limit: int = DEFAULT_LOG_LIMIT) -> list[dict[str, Any]]:
         if not 0 < limit <= MAX_LOG_LIMIT:
             raise InvalidInput(f"limit must be in [1, {MAX_LOG_LIMIT}], got {limit}")
         return self.node.governance.access_log(caller.user, caller, limit=limit)
 
     def status(self) -> dict[str, Any]:
+        """The node's side of :class:`gaml.node.core.api.Status` (the transport adds the caller and its own)."""
         s = self.node.store.stats()
         return {
             "node_id": self.node.node_id,
@@ -372,6 +474,9 @@ class MemoryService:
             "journal_seq": s.journal_seq,
             "indexed": s.indexed,
             "pending": s.pending,
+            "partitions": {name: dict(p) for name, p in sorted(s.partitions.items())},
+            "rebuilt_indexes": s.rebuilt_indexes,
+            "replayed_events": s.replayed_events,
         }
 
 

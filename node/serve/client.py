@@ -29,8 +29,18 @@ from google.protobuf.struct_pb2 import Struct
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
-from gaml.policy.access import PolicyError, UnknownPrincipal
+from gaml.node.core.api import Hit, Status
+from gaml.node.core.hydrate import Hydration, Segment
+from gaml.node.core.memory.ladder import ErasureReceipt
+from gaml.node.core.service import (
+    DeadlineExceeded,
+    IngestFile,
+    RateLimited,
+    TooLarge,
+    Unauthenticated,
+    Unavailable,
+)
+from gaml.policy.access import Grant, Location, Permission, PolicyError, UnknownPrincipal
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -44,7 +54,7 @@ from gaml.policy.errors import (
     StoreCorrupt,
     StoreError,
 )
-from gaml.policy.model import freeze_json, thaw_json
+from gaml.policy.model import Asset, AssetType, Level, freeze_json, thaw_json
 from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
 from gaml.proto.gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
 
@@ -309,10 +319,191 @@ class Client:
         return [_struct_json(rec.entry) for rec in r.records]
 
 
+class RemoteMemory:
+    """:class:`gaml.node.core.api.Memory` answered by a running daemon: each call one RPC of ``client`` (whose
+    identity — the socket's uid, or the certificate — is the caller), each answer the domain type the in-process
+    :class:`gaml.node.local.LocalMemory` returns."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def status(self) -> Status:
+        c = self.client
+        r = c._call(c.stub.Status, memory_pb2.StatusRequest())
+        return Status(
+            node_id=r.node_id,
+            version=r.version,
+            principal=r.principal,
+            user=r.user,
+            transport=r.transport,
+            embedder=r.embedder,
+            assets=r.assets,
+            tombstones=r.tombstones,
+            journal_seq=r.journal_seq,
+            indexed=r.indexed,
+            pending=r.pending,
+            partitions={
+                name: {"indexed": p.indexed, "pending": p.pending, "embedder": p.embedder, "epoch": p.epoch}
+                for name, p in sorted(r.partitions.items())
+            },
+            rebuilt_indexes=r.rebuilt_indexes,
+            replayed_events=r.replayed_events,
+            uptime_seconds=r.uptime_seconds,
+            calls=r.calls,
+        )
+
+    def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
+        return self.client.put(drafts, check_only=check_only)
+
+    def get(
+        self,
+        id_: str,
+        *,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        include_deleted: bool = False,
+    ) -> Asset:
+        c = self.client
+        req = memory_pb2.GetRequest(id=id_, intent=_intent(purpose, location), include_deleted=include_deleted)
+        return asset_from_pb(c._call(c.stub.Get, req).asset)
+
+    def search(
+        self,
+        text: str,
+        *,
+        k: int = 10,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "hybrid",
+        as_of: int = 0,
+        types: Sequence[AssetType] = (),
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+    ) -> list[Hit]:
+        c = self.client
+        req = memory_pb2.SearchRequest(
+            text=text,
+            k=k,
+            intent=_intent(purpose, location),
+            mode=_wire(memory_pb2.SearchMode, "SEARCH_MODE", mode),
+            as_of=as_of,
+            types=[_wire(asset_pb2.AssetType, "ASSET_TYPE", t) for t in types],
+            segments=list(segments),
+            tags=list(tags),
+            entities=list(entities),
+        )
+        return [Hit(asset_from_pb(h.asset), _struct_json(h.explain)) for h in c._call(c.stub.Search, req).hits]
+
+    def hydrate(
+        self,
+        goal: str,
+        budget: int,
+        *,
+        plane: Sequence[Segment] = (),
+        purpose: Permission = Permission.CONTEXT,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "auto",
+        as_of: int = 0,
+        counter: str = "heuristic",
+    ) -> Hydration:
+        c = self.client
+        req = memory_pb2.HydrateRequest(
+            goal=goal,
+            budget=budget,
+            intent=_intent(purpose, location),
+            plane=plane_to_pb(plane),
+            mode=_wire(memory_pb2.HydrationMode, "HYDRATION_MODE", mode),
+            as_of=as_of,
+            counter=counter,
+        )
+        r = c._call(c.stub.Hydrate, req)
+        return Hydration(r.frame, _struct_json(r.receipt))
+
+    def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
+        def requests() -> Iterator[memory_pb2.IngestRequest]:
+            for i, f in enumerate(files):
+                header = memory_pb2.IngestFile(
+                    name=f.name,
+                    format=f.format,
+                    tenant=f.tenant,
+                    segment=f.segment,
+                    scope=_wire(asset_pb2.PrivacyScope, "PRIVACY_SCOPE", f.scope),
+                    replication=_wire(asset_pb2.ReplicationPolicy, "REPLICATION_POLICY", f.replication),
+                    item_budget=f.item_budget,
+                )
+                yield memory_pb2.IngestRequest(file=header, no_curate=i == 0 and not curate)
+                for at in range(0, len(f.data), CHUNK):
+                    yield memory_pb2.IngestRequest(chunk=f.data[at : at + CHUNK])
+
+        c = self.client
+        return dict(_struct_json(c._call(c.stub.Ingest, requests()).report))
+
+    def forget(self, id_: str) -> ErasureReceipt:
+        c = self.client
+        r = c._call(c.stub.Forget, memory_pb2.ForgetRequest(id=id_))
+        return ErasureReceipt(r.receipt_id, r.at, r.by, r.reason, tuple(r.tombstoned), r.rebuilt_sources)
+
+    def grant(
+        self,
+        grantee: str,
+        max_level: Level,
+        *,
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        time_from: int = 0,
+        time_to: int = 0,
+        expires_at: int = 0,
+    ) -> Grant:
+        c = self.client
+        req = memory_pb2.GrantRequest(
+            grantee=grantee,
+            max_level=_wire(asset_pb2.Level, "LEVEL", max_level),
+            segments=list(segments),
+            tags=list(tags),
+            time_from=time_from,
+            time_to=time_to,
+            expires_at=expires_at,
+        )
+        return grant_from_pb(c._call(c.stub.Grant, req).grant)
+
+    def revoke(self, grant_id: str) -> Grant:
+        c = self.client
+        return grant_from_pb(c._call(c.stub.Revoke, memory_pb2.RevokeRequest(grant_id=grant_id)).grant)
+
+    def grants(self) -> tuple[list[Grant], list[Grant]]:
+        c = self.client
+        r = c._call(c.stub.ListGrants, memory_pb2.ListGrantsRequest())
+        return [grant_from_pb(g) for g in r.made], [grant_from_pb(g) for g in r.received]
+
+    def access_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        return self.client.access_log(limit)
+
+
+def grant_from_pb(g: memory_pb2.Grant) -> Grant:
+    """The domain grant of a wire one (its id is derived from its fields, so it is checked against the wire's)."""
+    level = Level.parse(asset_pb2.Level.Name(g.max_level).removeprefix("LEVEL_").lower())
+    grant = Grant(
+        g.owner,
+        g.grantee,
+        level,
+        g.created_at,
+        frozenset(g.segments),
+        frozenset(g.tags),
+        g.time_from,
+        g.time_to,
+        g.expires_at,
+        g.revoked_at,
+    )
+    if grant.id != g.id:
+        raise InvalidInput(f"the node's grant {g.id} does not match its fields (they give {grant.id})")
+    return grant
+
+
 _OPTIONS: Final = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
 
 
-def plane_to_pb(plane: Sequence[Any]) -> list[memory_pb2.PlaneSegment]:
+def plane_to_pb(plane: Sequence[Segment]) -> list[memory_pb2.PlaneSegment]:
     """Wire segments for a hydration plane (``node.hydrate.Segment`` objects)."""
     out = []
     for seg in plane:
@@ -363,4 +554,4 @@ def _struct_json(s: Struct) -> Any:
     return thaw_json(freeze_json(json_format.MessageToDict(s), "the node's answer", max_depth=None))
 
 
-__all__ = ["Client", "TlsRefused", "error_of", "plane_to_pb"]
+__all__ = ["Client", "RemoteMemory", "TlsRefused", "error_of", "grant_from_pb", "plane_to_pb"]

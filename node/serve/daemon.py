@@ -62,6 +62,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from gaml.node.core.api import VERSION
 from gaml.node.core.replica import Replica
 from gaml.node.core.service import (
     DeadlineExceeded,
@@ -86,7 +87,6 @@ from gaml.policy.errors import GamlError, InvalidInput, StoreError
 from gaml.policy.keychain import NODE_IDENTITY_REF
 
 T = TypeVar("T")
-VERSION: Final = "0.1.0"
 RUN_DIR: Final = "run"
 SOCKET_NAME: Final = "gaml.sock"
 WRITES: Final = frozenset({"Put", "Ingest", "Forget"})  # calls after which replication ticks at once

@@ -270,7 +270,10 @@ class MemoryServicer:
         _check(req)
         purpose, location = _intent(req, Permission.READ)
         asset = await self.rt.call(
-            ctx, "Get", lambda c, now: self.svc.get(c, req.id, purpose, location, now), size=req.ByteSize()
+            ctx,
+            "Get",
+            lambda c, now: self.svc.get(c, req.id, purpose, location, now, include_deleted=req.include_deleted),
+            size=req.ByteSize(),
         )
         if nests_deeper(asset.payload):
             raise StoreError(
@@ -284,7 +287,12 @@ class MemoryServicer:
         _check(req)
         r = await self.rt.call(ctx, "Forget", lambda c, now: self.svc.forget(c, req.id, now), size=req.ByteSize())
         return memory_pb2.ForgetResponse(
-            receipt_id=r.id, at=r.at, tombstoned=list(r.tombstoned), rebuilt_sources=r.rebuilt_sources
+            receipt_id=r.id,
+            at=r.at,
+            tombstoned=list(r.tombstoned),
+            rebuilt_sources=r.rebuilt_sources,
+            by=r.by,
+            reason=r.reason,
         )
 
     async def Search(self, req: memory_pb2.SearchRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.SearchResponse:
@@ -479,9 +487,11 @@ class MemoryServicer:
         _check(req)
         caller, st = await self.rt.call(ctx, "Status", lambda c, now: (c, self.svc.status()), size=req.ByteSize())
         extra = self.rt.describe(ctx)
+        partitions = {name: memory_pb2.PartitionStatus(**p) for name, p in st.pop("partitions").items()}
         return memory_pb2.StatusResponse(
             principal=caller.id,
             user=caller.user,
+            partitions=partitions,
             **st,
             **extra,
         )

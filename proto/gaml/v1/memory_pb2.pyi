@@ -132,12 +132,14 @@ class PutResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("intent", "id")
+    __slots__ = ("intent", "id", "include_deleted")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DELETED_FIELD_NUMBER: _ClassVar[int]
     intent: Intent
     id: str
-    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., id: _Optional[str] = ...) -> None: ...
+    include_deleted: bool
+    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., id: _Optional[str] = ..., include_deleted: _Optional[bool] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("asset",)
@@ -152,16 +154,20 @@ class ForgetRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ForgetResponse(_message.Message):
-    __slots__ = ("receipt_id", "at", "tombstoned", "rebuilt_sources")
+    __slots__ = ("receipt_id", "at", "tombstoned", "rebuilt_sources", "by", "reason")
     RECEIPT_ID_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     TOMBSTONED_FIELD_NUMBER: _ClassVar[int]
     REBUILT_SOURCES_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     receipt_id: str
     at: int
     tombstoned: _containers.RepeatedScalarFieldContainer[str]
     rebuilt_sources: int
-    def __init__(self, receipt_id: _Optional[str] = ..., at: _Optional[int] = ..., tombstoned: _Optional[_Iterable[str]] = ..., rebuilt_sources: _Optional[int] = ...) -> None: ...
+    by: str
+    reason: str
+    def __init__(self, receipt_id: _Optional[str] = ..., at: _Optional[int] = ..., tombstoned: _Optional[_Iterable[str]] = ..., rebuilt_sources: _Optional[int] = ..., by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
     __slots__ = ("intent", "text", "k", "mode", "as_of", "types", "segments", "tags", "entities")
@@ -368,7 +374,14 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("node_id", "version", "principal", "user", "transport", "embedder", "assets", "tombstones", "journal_seq", "indexed", "pending", "uptime_seconds", "calls")
+    __slots__ = ("node_id", "version", "principal", "user", "transport", "embedder", "assets", "tombstones", "journal_seq", "indexed", "pending", "uptime_seconds", "calls", "partitions", "rebuilt_indexes", "replayed_events")
+    class PartitionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: PartitionStatus
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[PartitionStatus, _Mapping]] = ...) -> None: ...
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
@@ -382,6 +395,9 @@ class StatusResponse(_message.Message):
     PENDING_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    REBUILT_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_EVENTS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     version: str
     principal: str
@@ -395,4 +411,19 @@ class StatusResponse(_message.Message):
     pending: int
     uptime_seconds: float
     calls: int
-    def __init__(self, node_id: _Optional[str] = ..., version: _Optional[str] = ..., principal: _Optional[str] = ..., user: _Optional[str] = ..., transport: _Optional[str] = ..., embedder: _Optional[str] = ..., assets: _Optional[int] = ..., tombstones: _Optional[int] = ..., journal_seq: _Optional[int] = ..., indexed: _Optional[int] = ..., pending: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., calls: _Optional[int] = ...) -> None: ...
+    partitions: _containers.MessageMap[str, PartitionStatus]
+    rebuilt_indexes: int
+    replayed_events: int
+    def __init__(self, node_id: _Optional[str] = ..., version: _Optional[str] = ..., principal: _Optional[str] = ..., user: _Optional[str] = ..., transport: _Optional[str] = ..., embedder: _Optional[str] = ..., assets: _Optional[int] = ..., tombstones: _Optional[int] = ..., journal_seq: _Optional[int] = ..., indexed: _Optional[int] = ..., pending: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., calls: _Optional[int] = ..., partitions: _Optional[_Mapping[str, PartitionStatus]] = ..., rebuilt_indexes: _Optional[int] = ..., replayed_events: _Optional[int] = ...) -> None: ...
+
+class PartitionStatus(_message.Message):
+    __slots__ = ("indexed", "pending", "embedder", "epoch")
+    INDEXED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDER_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    indexed: int
+    pending: int
+    embedder: str
+    epoch: int
+    def __init__(self, indexed: _Optional[int] = ..., pending: _Optional[int] = ..., embedder: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,163 @@
+"""One interface for a node's memory, in domain types: what a person or an agent asks of a node.
+
+Two implementations answer the same calls with the same types: :class:`gaml.node.local.LocalMemory` (the in-process
+:class:`~gaml.node.core.service.MemoryService` on the store, for one principal) and
+:class:`gaml.node.serve.client.RemoteMemory` (a running daemon, over gRPC). The command line writes each command once
+against :class:`Memory` and picks the implementation; ``tests/contracts/memory.py`` runs one story suite over both,
+as Tahoe-LAFS runs one storage contract over every adapter.
+
+The caller is not an argument: each implementation is bound to who is asking (the principal of the socket or the
+certificate for a daemon; ``--as`` on the store). Time is the implementation's clock, in microseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Protocol
+
+from gaml.node.core.hydrate import Hydration, Segment
+from gaml.node.core.memory.ladder import ErasureReceipt
+from gaml.node.core.node import display_text
+from gaml.node.core.service import IngestFile
+from gaml.policy.access import Grant, Location, Permission
+from gaml.policy.model import Asset, AssetType, Level
+
+VERSION: Final = "0.1.0"  # the node's version, as a daemon reports it (pyproject.toml's; a test pins them equal)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the asset, and how it was found (``explain``: score, path, ranks, boosts, stages)."""
+
+    asset: Asset
+    explain: Mapping[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.asset.id
+
+    @property
+    def score(self) -> float:
+        return float(self.explain["score"])
+
+    def row(self) -> dict[str, Any]:
+        """The hit as `gaml search --json` prints it: the explanation, whose it is, its type, level and text."""
+        return {
+            **self.explain,
+            "owner": self.asset.owner_id,
+            "type": self.asset.asset_type.value,
+            "level": self.asset.level.value,
+            "text": display_text(self.asset),
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Status:
+    """What a node says of itself and of the caller. The same fields whether a daemon answers or the store does;
+    ``uptime_seconds`` and ``calls`` are a daemon's (``None`` on the store, where no daemon runs)."""
+
+    node_id: str
+    version: str
+    principal: str  # who the caller is to this node
+    user: str  # whose memory the caller acts for
+    transport: str  # store, unix or mtls
+    embedder: str
+    assets: int
+    tombstones: int
+    journal_seq: int
+    indexed: int
+    pending: int
+    partitions: Mapping[str, Mapping[str, Any]]  # name -> {indexed, pending, embedder, epoch}
+    rebuilt_indexes: int  # indexes rebuilt from the journal when the store opened
+    replayed_events: int  # journal events replayed into the indexes when the store opened
+    uptime_seconds: float | None
+    calls: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["partitions"] = {k: dict(v) for k, v in sorted(self.partitions.items())}
+        return d
+
+
+class Memory(Protocol):
+    """A node's memory as one principal sees it. Errors are the GAML error classes, the same through every door."""
+
+    def status(self) -> Status: ...
+
+    def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
+        """Store drafts (JSON objects, as `gaml put` reads them) as one atomic batch; their ids. ``check_only``:
+        validate and authorize them, write nothing."""
+        ...
+
+    def get(
+        self,
+        id_: str,
+        *,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        include_deleted: bool = False,
+    ) -> Asset:
+        """An asset the caller may read (``include_deleted``: the tombstone of one of the caller's own, once
+        deleted); an unreadable one answers as missing (``NotFound``)."""
+        ...
+
+    def search(
+        self,
+        text: str,
+        *,
+        k: int = 10,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "hybrid",
+        as_of: int = 0,
+        types: Sequence[AssetType] = (),
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+    ) -> list[Hit]: ...
+
+    def hydrate(
+        self,
+        goal: str,
+        budget: int,
+        *,
+        plane: Sequence[Segment] = (),
+        purpose: Permission = Permission.CONTEXT,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "auto",
+        as_of: int = 0,
+        counter: str = "heuristic",
+    ) -> Hydration: ...
+
+    def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
+        """Parse and ingest files into the caller's journal (all parsed before anything is written), then curate
+        what changed; the report (counts and ids, never text)."""
+        ...
+
+    def forget(self, id_: str) -> ErasureReceipt: ...
+
+    def grant(
+        self,
+        grantee: str,
+        max_level: Level,
+        *,
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        time_from: int = 0,
+        time_to: int = 0,
+        expires_at: int = 0,
+    ) -> Grant: ...
+
+    def revoke(self, grant_id: str) -> Grant: ...
+
+    def grants(self) -> tuple[list[Grant], list[Grant]]:
+        """(grants of the caller's memory, grants the caller holds)."""
+        ...
+
+    def access_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest reads of the caller's memory, newest first."""
+        ...
+
+
+__all__ = ["VERSION", "Hit", "Memory", "Status"]

@@ -1,0 +1,177 @@
+"""``LocalMemory``: :class:`gaml.node.core.api.Memory` answered in-process, by the node's service on its store.
+
+What the command line uses when no daemon serves the home (the daemon holds the store while it runs, and then
+:class:`gaml.node.serve.client.RemoteMemory` answers instead). It is bound to a caller, the principal ``--as`` names,
+and reads its clock for each call. One caller is special, and exists only here: ``None``, the holder of the home's
+keys: it puts each asset *as its owner* (``gaml put`` without ``--as``) and lists every grant (``gaml grants``),
+and may do nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gaml.node.core.api import VERSION, Hit, Status
+from gaml.node.core.hydrate import Hydration, Segment
+from gaml.node.core.memory.ladder import ErasureReceipt
+from gaml.node.core.service import IngestFile, MemoryService, Progress
+from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal
+from gaml.policy.errors import GamlError
+from gaml.policy.model import Asset, AssetType, Level
+from gaml.proto.convert import draft_from_json
+
+
+class LocalMemory:
+    def __init__(
+        self,
+        service: MemoryService,
+        caller: Principal | None,
+        clock_us: Callable[[], int],
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        self.service = service
+        self._caller = caller
+        self._clock_us = clock_us
+        self._progress = progress
+
+    @property
+    def caller(self) -> Principal:
+        if self._caller is None:
+            raise PolicyError("name who acts with --as (a registered principal)")
+        return self._caller
+
+    def status(self) -> Status:
+        st = self.service.status()
+        who = self._caller
+        return Status(
+            version=VERSION,
+            principal=who.id if who else "",
+            user=who.user if who else "",
+            transport="store",
+            uptime_seconds=None,
+            calls=None,
+            **st,
+        )
+
+    def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
+        fields = []
+        for i, d in enumerate(drafts):
+            try:
+                fields.append(draft_from_json(d))
+            except GamlError as e:
+                raise type(e)(f"asset #{i + 1}: {e}") from None
+        now = self._clock_us()
+        if self._caller is not None:
+            return self.service.put(self._caller, fields, now, check_only=check_only)
+        return self.service.put_as_owners(fields, now, check_only=check_only)
+
+    def get(
+        self,
+        id_: str,
+        *,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        include_deleted: bool = False,
+    ) -> Asset:
+        return self.service.get(self.caller, id_, purpose, location, self._clock_us(), include_deleted=include_deleted)
+
+    def search(
+        self,
+        text: str,
+        *,
+        k: int = 10,
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "hybrid",
+        as_of: int = 0,
+        types: Sequence[AssetType] = (),
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+    ) -> list[Hit]:
+        found = self.service.search(
+            self.caller,
+            text,
+            self._clock_us(),
+            k=k,
+            purpose=purpose,
+            location=location,
+            mode=mode,
+            as_of=as_of,
+            types=types,
+            segments=segments,
+            tags=tags,
+            entities=entities,
+        )
+        return [Hit(r.asset, r.explain()) for r in found]
+
+    def hydrate(
+        self,
+        goal: str,
+        budget: int,
+        *,
+        plane: Sequence[Segment] = (),
+        purpose: Permission = Permission.CONTEXT,
+        location: Location = Location.THIS_DEVICE,
+        mode: str = "auto",
+        as_of: int = 0,
+        counter: str = "heuristic",
+    ) -> Hydration:
+        return self.service.hydrate(
+            self.caller,
+            goal,
+            budget,
+            self._clock_us(),
+            plane=plane,
+            purpose=purpose,
+            location=location,
+            mode=mode,
+            as_of=as_of,
+            counter=counter,
+        )
+
+    def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
+        return self.service.ingest(self.caller, files, self._clock_us(), curate=curate, progress=self._progress)
+
+    def forget(self, id_: str) -> ErasureReceipt:
+        return self.service.forget(self.caller, id_, self._clock_us())
+
+    def grant(
+        self,
+        grantee: str,
+        max_level: Level,
+        *,
+        segments: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        time_from: int = 0,
+        time_to: int = 0,
+        expires_at: int = 0,
+    ) -> Grant:
+        return self.service.grant(
+            self.caller,
+            grantee,
+            max_level,
+            self._clock_us(),
+            segments=segments,
+            tags=tags,
+            time_from=time_from,
+            time_to=time_to,
+            expires_at=expires_at,
+        )
+
+    def revoke(self, grant_id: str) -> Grant:
+        return self.service.revoke(self.caller, grant_id, self._clock_us())
+
+    def grants(self) -> tuple[list[Grant], list[Grant]]:
+        """The caller's (made, held); for the holder of the home's keys (no caller), every grant, as made."""
+        if self._caller is None:
+            return self.service.all_grants(), []
+        return self.service.grants(self._caller)
+
+    def access_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        return self.service.access_log(self.caller, limit)
+
+
+__all__ = ["LocalMemory"]
