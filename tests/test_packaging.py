@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -86,3 +87,10 @@ def test_the_demo_runs_from_the_installed_wheel(wheel_tree: Path, tmp_path: Path
     out = run_from(tmp_path, wheel_tree, "-m", "gaml.deploy.demo", "--embedder", "hash")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "demo finished" in out.stdout
+
+
+def test_the_node_reports_the_version_it_is_installed_as() -> None:
+    """The version a daemon reports (gaml.node.core.api.VERSION) is pyproject.toml's."""
+    from gaml.node.core.api import VERSION
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == VERSION

@@ -33,6 +33,7 @@ from gaml.node.core.api import Hit, Status
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import (
+    MAX_SEARCH_K,
     DeadlineExceeded,
     IngestFile,
     RateLimited,
@@ -381,6 +382,8 @@ class RemoteMemory:
         tags: Sequence[str] = (),
         entities: Sequence[str] = (),
     ) -> list[Hit]:
+        if not 0 < k <= MAX_SEARCH_K:  # the wire reads k = 0 as "the default", the interface as a mistake
+            raise InvalidInput(f"k must be in [1, {MAX_SEARCH_K}], got {k}")
         c = self.client
         req = memory_pb2.SearchRequest(
             text=text,

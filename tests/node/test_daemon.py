@@ -814,6 +814,32 @@ def test_strings_of_digits_come_back_through_the_daemon_as_strings() -> None:
         remove_home(home)
 
 
+def test_stats_has_the_same_fields_with_and_without_a_daemon() -> None:
+    """`gaml stats --json` prints the same fields whether the store answers or a running daemon does, with the same
+    counts; only a daemon has an uptime and a call count (null on the store)."""
+    home = make_home(("alice",), tls=False)
+    try:
+        assert _gaml(home, "principal", "add", "alice").returncode == 0
+        r = _gaml(home, "put", "--as", "alice", "-", stdin=json.dumps(fact("Alice drinks oat-milk flat whites")))
+        assert r.returncode == 0, r.stderr
+        r = _gaml(home, "stats", "--json")
+        assert r.returncode == 0, r.stderr
+        on_store = json.loads(r.stdout)
+        with thread_daemon(home, listen=False):
+            r = _gaml(home, "stats", "--json")
+            assert r.returncode == 0, r.stderr
+            through_daemon = json.loads(r.stdout)
+    finally:
+        remove_home(home)
+    assert set(on_store) == set(through_daemon)
+    assert (on_store["transport"], through_daemon["transport"]) == ("store", "unix")
+    assert on_store["uptime_seconds"] is None and through_daemon["uptime_seconds"] >= 0
+    for k in ("node_id", "embedder", "assets", "tombstones", "journal_seq", "principal", "user", "version"):
+        assert on_store[k] == through_daemon[k], k
+    assert on_store["assets"] == 1 and on_store["principal"] == "alice"
+    assert set(on_store["partitions"]) == set(through_daemon["partitions"]) and on_store["partitions"]
+
+
 def test_the_cli_goes_through_a_running_daemon() -> None:
     """With a daemon serving the home, `gaml stats/put/search/hydrate/access-log/ingest` run through it as its local
     principal; `--as` another principal is refused (exit 2) and a command that needs the store says the daemon holds
