@@ -1,5 +1,5 @@
 """`python -m gaml.node.cli`: the same entry point as the `gaml` command."""
 
-from gaml.node.cli import main
+from gaml.node.cli.main import main
 
 main()

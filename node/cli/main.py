@@ -1,0 +1,382 @@
+"""The parser of ``gaml`` and its entry point: each command's options, and what an error exits with."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gaml.node.cli._common import fail
+from gaml.node.cli.memory import (
+    PartlyCommitted,
+    cmd_access_log,
+    cmd_forget,
+    cmd_get,
+    cmd_grant,
+    cmd_grants,
+    cmd_hydrate,
+    cmd_ingest,
+    cmd_put,
+    cmd_revoke,
+    cmd_search,
+    cmd_stats,
+)
+from gaml.node.cli.network import (
+    cmd_certs_init,
+    cmd_certs_issue,
+    cmd_certs_list,
+    cmd_certs_renew,
+    cmd_certs_revoke,
+    cmd_pair,
+    cmd_peers,
+    cmd_subnet_create,
+    cmd_subnet_invite,
+    cmd_subnet_join,
+    cmd_subnet_remove,
+)
+from gaml.node.cli.store import (
+    cmd_curate,
+    cmd_delete,
+    cmd_init,
+    cmd_maintain,
+    cmd_principal_add,
+    cmd_principals,
+    cmd_redact,
+    cmd_run,
+    cmd_sources,
+)
+from gaml.node.core.hydrate import HYDRATION_MODES
+from gaml.node.core.text.parsers import FORMATS
+from gaml.node.home import (
+    EMBEDDERS,
+    default_home,
+)
+from gaml.policy.access import Location, Permission, PrincipalKind
+from gaml.policy.errors import (
+    GamlError,
+    KeychainError,
+    NotFound,
+    StoreError,
+)
+from gaml.policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
+
+
+def _time(text: str) -> int:
+    """A time: microseconds since the epoch, or an ISO 8601 date or date-time (UTC unless it says otherwise)."""
+    if text.isdigit():
+        if int(text) >= 1 << 63:
+            raise argparse.ArgumentTypeError(f"{text} is beyond the largest time (2**63 - 1 microseconds)")
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither microseconds nor an ISO 8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1_000_000)
+
+
+def _enum(cls: Any) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return cls.parse(text)
+        except GamlError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = cls.__name__
+    return parse
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{n} is not positive")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (x > 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return x
+
+
+def _reader_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--as", dest="as_", metavar="PRINCIPAL", help="who reads (a registered principal; through a daemon: you)"
+    )
+    s.add_argument(
+        "--purpose",
+        type=_enum(Permission),
+        default=Permission.READ,
+        help="read (default), context, memorize, replicate, export or train",
+    )
+    s.add_argument(
+        "--location",
+        type=_enum(Location),
+        default=Location.THIS_DEVICE,
+        help="where the read executes: this_device (default), trusted_device, private_subnet, public_swarm",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gaml", description="GAML: an agentic memory node.")
+    p.add_argument("--home", type=Path, default=None, help="the node's directory (default: $GAML_HOME or ~/.gaml)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("init", help="create a node: identity, keychain and an empty store")
+    s.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="minilm (default, offline) or hash (fast)")
+    s.add_argument("--max-payload", type=_positive, default=1 << 20, help="largest payload in bytes (default 1 MiB)")
+    s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("put", help="store assets (JSON object, array or JSON Lines, proto JSON mapping)")
+    s.add_argument("file", nargs="?", help="input file (default or '-': stdin)")
+    s.add_argument("--owner", help="owner_id for assets that do not name one")
+    s.add_argument(
+        "--as", dest="as_", metavar="PRINCIPAL", help="who writes (a registered principal; default: each asset's owner)"
+    )
+    s.add_argument("--batch", type=_positive, default=256, help="assets per atomic batch (default 256)")
+    s.set_defaults(func=cmd_put)
+
+    s = sub.add_parser("get", help="print an asset as JSON (decrypted), if the principal may read it")
+    s.add_argument("id")
+    _reader_options(s)
+    s.add_argument("--include-deleted", action="store_true", help="print the tombstone of a deleted asset")
+    s.set_defaults(func=cmd_get)
+
+    s = sub.add_parser("delete", help="delete an asset (a signed tombstone remains); only its owner may")
+    s.add_argument("id")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.set_defaults(func=cmd_delete)
+
+    s = sub.add_parser("search", help="governed hybrid search (dense + BM25) within what the principal may read")
+    s.add_argument("text")
+    _reader_options(s)
+    s.add_argument("--k", type=_positive, default=10, help="how many results (default 10)")
+    s.add_argument("--as-of", type=_time, help="answer with what held then (microseconds or ISO 8601)")
+    s.add_argument("--mode", choices=("hybrid", "dense", "lexical"), default="hybrid")
+    s.add_argument("--type", type=_enum(AssetType), action="append", default=[], help="asset type (repeatable)")
+    s.add_argument("--segment", action="append", default=[], help="segment (repeatable)")
+    s.add_argument("--tag", action="append", default=[], help="tag (repeatable)")
+    s.add_argument("--entity", action="append", default=[], help="entity (repeatable)")
+    s.add_argument("--json", action="store_true", help="results with their explanations")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("redact", help="store a redacted packet of an asset (emails, phones, keys, names removed)")
+    s.add_argument("id")
+    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.set_defaults(func=cmd_redact)
+
+    s = sub.add_parser("principal", help="register principals: gaml principal add ID [--tenant T] [--role R]")
+    psub = s.add_subparsers(dest="principal_command", required=True, metavar="add")
+    a = psub.add_parser("add", help="register (or update) a principal")
+    a.add_argument("id")
+    a.add_argument("--kind", type=_enum(PrincipalKind), default=PrincipalKind.USER)
+    a.add_argument("--tenant", action="append", default=[], help="a tenant it belongs to (repeatable)")
+    a.add_argument("--role", action="append", default=[], help="a role it holds (repeatable)")
+    a.add_argument("--team", action="append", default=[], help="a team it is a member of (repeatable)")
+    a.add_argument("--on-behalf-of", help="for agents and devices: the user they act for")
+    a.set_defaults(func=cmd_principal_add)
+
+    s = sub.add_parser("principals", help="list registered principals")
+    s.set_defaults(func=cmd_principals)
+
+    s = sub.add_parser("grant", help="grant part of your memory to a principal or team, up to a level of detail")
+    s.add_argument("--as", dest="as_", metavar="OWNER", help="the owner granting")
+    s.add_argument("--to", required=True, help="grantee: a principal or a team")
+    s.add_argument("--max-level", type=_enum(Level), required=True, help="the finest detail released: l0..l3")
+    s.add_argument("--segment", action="append", default=[], help="only this segment (repeatable)")
+    s.add_argument("--tag", action="append", default=[], help="only assets with one of these tags (repeatable)")
+    s.add_argument("--from", dest="time_from", type=_time, help="only assets created from then")
+    s.add_argument("--to-time", dest="time_to", type=_time, help="only assets created before then")
+    s.add_argument("--expires", type=_time, help="the grant ends then")
+    s.set_defaults(func=cmd_grant)
+
+    s = sub.add_parser("revoke", help="revoke a grant from now on (what was read before stays in the log)")
+    s.add_argument("grant")
+    s.add_argument("--as", dest="as_", metavar="OWNER")
+    s.set_defaults(func=cmd_revoke)
+
+    s = sub.add_parser("grants", help="list grants")
+    s.add_argument("--owner")
+    s.add_argument("--to")
+    s.set_defaults(func=cmd_grants)
+
+    s = sub.add_parser("access-log", help="your access log: who read what of your memory, when, how")
+    s.add_argument("--as", dest="as_", metavar="OWNER")
+    s.add_argument("--limit", type=_positive)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_access_log)
+
+    s = sub.add_parser("ingest", help="ingest transcripts, chat logs, LoCoMo conversations or notes into the journal")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to ingest every file under")
+    s.add_argument("--format", choices=FORMATS, help="the input format (default: detected per file)")
+    s.add_argument("--owner", required=True, help="whose memory this is (a principal id)")
+    s.add_argument("--tenant", help="tenant scope of the items")
+    s.add_argument("--segment", help="the namespace the items go to")
+    s.add_argument(
+        "--scope",
+        type=_enum(PrivacyScope),
+        default=PrivacyScope.USER_PRIVATE,
+        help="privacy scope of the items (default user_private; personal data stays local_only whatever this says)",
+    )
+    s.add_argument(
+        "--replicate",
+        type=_enum(ReplicationPolicy),
+        default=ReplicationPolicy.NONE,
+        help="how far the items replicate (trusted_devices, private_subnet, …; the scope caps it; default none)",
+    )
+    s.add_argument("--item-budget", type=_positive, default=5000, help="items kept per session (default 5000)")
+    s.add_argument("--no-curate", action="store_true", help="leave curation for later (`gaml curate`)")
+    s.add_argument("--watch", action="store_true", help="keep watching the files and ingest what is appended")
+    s.add_argument("--interval", type=_seconds, default=1.0, help="seconds between checks with --watch (default 1)")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("curate", help="compile pending sources into L1-L3 rungs (summaries, distillations, skeletons)")
+    s.add_argument("--source", action="append", default=[], help="only this source id (repeatable)")
+    s.set_defaults(func=cmd_curate)
+
+    s = sub.add_parser("hydrate", help="a context frame for a goal within a token budget, and its receipt")
+    s.add_argument("--goal", required=True, help="what the memory is for (the request's goal)")
+    s.add_argument("--budget", type=_positive, required=True, help="total tokens, envelope included")
+    s.add_argument("--plane", metavar="FILE", help='JSON: [{"name", "budget", "seeds", "fact_cap", "walk"}, …]')
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="who hydrates (default: $GAML_AS, or the only user)")
+    s.add_argument("--purpose", type=_enum(Permission), default=Permission.CONTEXT, help="context (default), read, …")
+    s.add_argument("--location", type=_enum(Location), default=Location.THIS_DEVICE, help="where the frame is used")
+    s.add_argument("--mode", choices=HYDRATION_MODES, default="auto", help="auto (default): hybrid, degrading")
+    s.add_argument("--as-of", type=_time, help="hydrate with what held then (microseconds or ISO 8601)")
+    s.add_argument(
+        "--counter",
+        default="heuristic",
+        choices=("heuristic", "cl100k_base", "o200k_base"),
+        help="token counter: the built-in estimate of cl100k (default) or a real BPE table",
+    )
+    s.add_argument("--json", action="store_true", help="print {frame, receipt}")
+    s.set_defaults(func=cmd_hydrate)
+
+    s = sub.add_parser("forget", help="erase an item and its influence (derivatives rebuilt without it); owner only")
+    s.add_argument("id")
+    s.add_argument("--as", dest="as_", metavar="OWNER")
+    s.set_defaults(func=cmd_forget)
+
+    s = sub.add_parser("sources", help="ingested sources with their watermarks")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_sources)
+
+    s = sub.add_parser("maintain", help="apply retention (expiry, L0 retirement), finish curation, recompute tiers")
+    s.set_defaults(func=cmd_maintain)
+
+    s = sub.add_parser(
+        "run", help="serve the node over gRPC (Unix socket; TCP with mutual TLS if --listen) until SIGTERM"
+    )
+    s.add_argument("--socket", type=Path, help="the Unix socket (default HOME/run/gaml.sock, mode 0600)")
+    s.add_argument("--listen", metavar="HOST:PORT", help="also serve TCP, mutual TLS only (needs `gaml certs init`)")
+    s.add_argument("--principal", help="who callers on the socket are (default: config local_principal, the only user)")
+    s.add_argument("--grace", type=_seconds, default=10.0, help="seconds in-flight calls get at shutdown (default 10)")
+    s.add_argument(
+        "--p2p",
+        action="append",
+        metavar="MULTIADDR",
+        help="replicate over libp2p, listening here (repeatable; default config p2p.listen, else "
+        "/ip4/127.0.0.1/tcp/0 once the node is in a boundary)",
+    )
+    s.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="MULTIADDR",
+        help="a peer to dial and keep dialling (…/p2p/<peer id>; repeatable; besides config p2p.peers)",
+    )
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("certs", help="the node CA and client certificates for TCP with mutual TLS")
+    csub = s.add_subparsers(dest="certs_command", required=True, metavar="init|renew-server|issue|revoke|list")
+    a = csub.add_parser("init", help="make the node CA (key in the keychain) and the daemon's server certificate")
+    a.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        help="a name or address clients dial (repeatable; default 127.0.0.1, ::1, localhost)",
+    )
+    a.set_defaults(func=cmd_certs_init)
+    a = csub.add_parser("renew-server", help="a new key and certificate for the daemon (restart it to use them)")
+    a.add_argument("--host", action="append", default=[], help="a name or address clients dial (repeatable)")
+    a.set_defaults(func=cmd_certs_renew)
+    a = csub.add_parser("issue", help="issue a client certificate naming a principal (its key goes to --out only)")
+    a.add_argument("principal")
+    a.add_argument("--out", type=Path, required=True, help="directory for PRINCIPAL.key (0600), PRINCIPAL.crt, ca.crt")
+    a.add_argument("--days", type=_positive, default=365)
+    a.set_defaults(func=cmd_certs_issue)
+    a = csub.add_parser("revoke", help="refuse a client certificate (by serial) or every certificate of a principal")
+    g = a.add_mutually_exclusive_group(required=True)
+    g.add_argument("--serial")
+    g.add_argument("--principal")
+    a.set_defaults(func=cmd_certs_revoke)
+    a = csub.add_parser("list", help="the client certificates issued (no keys)")
+    a.set_defaults(func=cmd_certs_list)
+
+    s = sub.add_parser("pair", help="add a device to your trusted devices (prints an invitation), or --join one")
+    s.add_argument("node_id", nargs="?", help="the new device's node id (`gaml peers` on it shows it)")
+    s.add_argument("--out", type=Path, help="where to write the invitation for the new device")
+    s.add_argument("--owner", help="whose devices (default: config local_principal, or the node's only user)")
+    s.add_argument("--relay", action="store_true", help="a relay: it carries the devices' ciphertext, reads nothing")
+    s.add_argument("--join", type=Path, metavar="FILE", help="on the new device: join with the invitation FILE")
+    s.set_defaults(func=cmd_pair)
+
+    s = sub.add_parser("subnet", help="enterprise subnets and tenant boundaries: create, invite, join, remove")
+    nsub = s.add_subparsers(dest="subnet_command", required=True, metavar="create|invite|join|remove")
+    a = nsub.add_parser("create", help="a new boundary administered by this node (its admin key stays here)")
+    a.add_argument("name")
+    a.add_argument("--tenant", required=True, help="the tenant whose assets replicate inside it")
+    a.add_argument("--kind", choices=("subnet", "tenant"), default="subnet")
+    a.set_defaults(func=cmd_subnet_create)
+    a = nsub.add_parser("invite", help="add a member node (or a relay) and write its invitation")
+    a.add_argument("name")
+    a.add_argument("node_id")
+    a.add_argument("--out", type=Path, required=True)
+    a.add_argument("--relay", action="store_true", help="a relay: it carries ciphertext, reads nothing")
+    a.set_defaults(func=cmd_subnet_invite)
+    a = nsub.add_parser("join", help="join with an invitation file")
+    a.add_argument("file", type=Path)
+    a.set_defaults(func=cmd_subnet_join)
+    a = nsub.add_parser("remove", help="remove a node: the group key rotates, the node receives nothing new")
+    a.add_argument("name")
+    a.add_argument("node_id")
+    a.set_defaults(func=cmd_subnet_remove)
+
+    s = sub.add_parser("peers", help="this node's id, its boundaries, their members and the live connections")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_peers)
+
+    s = sub.add_parser("stats", help="counts, partitions and index state")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_stats)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.home = (args.home or default_home()).expanduser()
+    try:
+        args.func(args)
+    except PartlyCommitted as e:
+        fail(str(e), 4)
+    except NotFound as e:
+        fail(str(e), 1)
+    except (StoreError, KeychainError) as e:
+        fail(str(e), 3)
+    except GamlError as e:
+        fail(str(e), 2)
+    except OSError as e:
+        fail(f"{e.strerror or e}: {e.filename or ''}".rstrip(": "), 3)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)

@@ -1,0 +1,510 @@
+"""The commands on a node's memory — put, get, search, hydrate, ingest, forget, grants, the access log, stats —
+each written once against :class:`gaml.node.core.api.Memory`: a running daemon answers them, else the store does."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from gaml.node.cli._common import now_us, open_store, progress, regular_file
+from gaml.node.core.api import Memory
+from gaml.node.core.hydrate import Segment, parse_plane
+from gaml.node.core.node import Node, whose
+from gaml.node.core.service import IngestFile, MemoryService, forced_format_note
+from gaml.node.core.text.parsers import detect, unterminated_last_line
+from gaml.node.home import (
+    local_principal,
+    make_counter,
+    memory_layers,
+)
+from gaml.node.local import LocalMemory
+from gaml.policy.access import PolicyError, PrincipalKind, UnknownPrincipal
+from gaml.policy.errors import (
+    GamlError,
+    InvalidAsset,
+    InvalidInput,
+    NotFound,
+    StoreError,
+)
+from gaml.policy.model import load_json
+from gaml.proto.convert import asset_to_json, draft_from_json
+
+
+def _daemon(args: argparse.Namespace) -> Any:
+    """A client of the daemon serving ``--home`` (over its Unix socket), or ``None`` when none runs.
+
+    A daemon that left its ``run/daemon.json`` but is gone (killed) does not count; one that runs but does not answer
+    is an error that says so, rather than a silent fallback to a database it still holds."""
+    from gaml.node.serve.client import Client
+    from gaml.node.serve.daemon import pid_alive, read_info, socket_listens
+
+    info = read_info(args.home)
+    if not info or not pid_alive(int(info.get("pid", 0))) or not socket_listens(Path(info["socket"])):
+        return None  # none ever ran, or it was killed (its run/daemon.json and socket file stay behind)
+    client = Client.unix(info["socket"])
+    try:
+        client.wait_ready(10)
+    except GamlError:
+        client.close()
+        raise StoreError(
+            f"the daemon (pid {info['pid']}) of {args.home} does not answer on {info['socket']}; it holds the "
+            "database, so this command cannot open it either: wait for it to finish starting, or stop it"
+        ) from None
+    return client
+
+
+def _as_daemon_caller(client: Any, given: str | None) -> None:
+    """Over the socket you are your uid's principal: ``--as`` may only name that principal."""
+    from gaml.node.serve.client import RemoteMemory
+
+    me = RemoteMemory(client).status().principal
+    if given and given != me:
+        raise PolicyError(
+            f"a daemon serves this home, and over its socket you are {me}; acting as {given} needs {given}'s own "
+            "client certificate (gaml certs issue) over TCP with mutual TLS"
+        )
+
+
+@contextlib.contextmanager
+def _memory(
+    args: argparse.Namespace,
+    as_: str | None,
+    *,
+    need: str = "",
+    default: Callable[[Node], str | None] | None = None,
+    writer: bool = False,
+    checkpoint: bool = True,
+) -> Iterator[Memory]:
+    """The memory of ``--home`` as the caller sees it, one interface whichever door answers: the running daemon's
+    (over its socket, where you are your uid's principal and ``--as`` may only name you), else the store's, as
+    ``--as`` (else ``default(node)``; ``need``: the refusal when neither names anyone). ``writer``: an owner the node
+    has not registered yet may write its own memory (a new user principal, as `gaml ingest --owner` creates)."""
+    client = _daemon(args)
+    if client is not None:
+        from gaml.node.serve.client import RemoteMemory
+
+        with client:
+            _as_daemon_caller(client, as_)
+            yield RemoteMemory(client)
+        return
+    if need and not as_ and default is None:
+        raise PolicyError(need)
+    with open_store(args, checkpoint=checkpoint) as node:
+        name = as_ or (default(node) if default else None)
+        if need and not name:
+            raise PolicyError(need)
+        caller = None
+        if name and writer:
+            caller = node.writer(name)[0]
+        elif name:
+            try:
+                caller = node.governance.principal(name)
+            except UnknownPrincipal:
+                if as_:
+                    raise
+        ingestor, ladder = memory_layers(args.home, node)
+        service = MemoryService(node, ingestor, ladder, make_counter)
+        yield LocalMemory(service, caller, now_us, progress=_stage)
+
+
+@contextlib.contextmanager
+def _stage(stage: str, total: int) -> Iterator[Any]:
+    """Progress on stderr for one stage of long work on the store (a terminal only)."""
+    with progress(total, stage, unit={"ingest": "record", "curate": "source"}.get(stage, "asset")) as bar:
+        yield bar
+
+
+def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Assets from a JSON object, a JSON array of objects, or JSON Lines; each with where it came from."""
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidAsset(f"{origin}: no input")
+    try:
+        doc = load_json(stripped, origin)
+    except json.JSONDecodeError:
+        doc = None
+        for n, line in enumerate(stripped.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = load_json(line, f"{origin}:{n}")
+            except json.JSONDecodeError as e:
+                raise InvalidAsset(f"{origin}:{n}: not JSON ({e.msg})") from None
+            yield f"{origin}:{n}", obj
+        return
+    if isinstance(doc, list):
+        for i, obj in enumerate(doc):
+            yield f"{origin}[{i}]", obj
+    else:
+        yield origin, doc
+
+
+class PartlyCommitted(StoreError):
+    """A failure after part of the work was committed (exit code 4); the message says what was and what was not."""
+
+
+def _put_batches(put: Callable[[list[Any]], list[str]], items: list[Any], batch: int, bar: Any) -> None:
+    """Put ``items`` in batches, printing each batch's ids as soon as it is committed; a failure after the first
+    batch is :class:`PartlyCommitted`, naming how many were committed (their ids are on stdout)."""
+    done = 0
+    for i in range(0, len(items), batch):
+        chunk = items[i : i + batch]
+        try:
+            ids = put(chunk)
+        except GamlError as e:
+            if done == 0:
+                raise
+            raise PartlyCommitted(
+                f"assets #1-#{done} of {len(items)} were committed (their ids are printed); #{done + 1}-#{len(items)} "
+                f"were not: {e}"
+            ) from None
+        for id_ in ids:
+            print(id_, flush=True)
+        done += len(chunk)
+        bar.update(len(chunk))
+
+
+def cmd_put(args: argparse.Namespace) -> None:
+    origin = "stdin" if args.file in (None, "-") else args.file
+    if args.file not in (None, "-"):
+        regular_file(Path(args.file), "gaml put reads a regular file, or stdin (gaml put - < FILE)")
+    try:
+        text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidAsset(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    objs = []
+    for where, obj in _read_drafts(text, origin):  # read once, checked here to name a bad one by its place
+        try:
+            draft_from_json(obj)
+        except GamlError as e:
+            raise type(e)(f"{where}: {e}") from None
+        if args.owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
+            obj = {**obj, "owner_id": args.owner}
+        objs.append(obj)
+    # Without --as on the store, each asset is written by its owner; through a daemon, by you.
+    with _memory(args, args.as_) as mem:
+        if len(objs) > args.batch:  # several calls: all are checked before the first writes
+            for i in range(0, len(objs), args.batch):
+                chunk = objs[i : i + args.batch]
+                try:
+                    mem.put(chunk, check_only=True)
+                except (PolicyError, InvalidAsset, InvalidInput) as e:  # about an asset: name it in the input
+                    raise type(e)(_renumbered(str(e), i, len(chunk))) from None
+        with progress(len(objs), "put") as bar:
+            _put_batches(mem.put, objs, args.batch, bar)
+
+
+def _renumbered(message: str, offset: int, size: int) -> str:
+    """A batch's error with its "asset #N" counted in the whole input (the batch of ``size`` began at ``offset``; the
+    error of a batch of one names no asset)."""
+    if size == 1 and not re.match(r"asset #\d+", message):
+        message = f"asset #1: {message}"
+    return re.sub(r"asset #(\d+)", lambda m: f"asset #{int(m.group(1)) + offset}", message, count=1)
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    with _memory(args, args.as_, need="name who reads with --as (a registered principal)", checkpoint=False) as mem:
+        asset = mem.get(args.id, purpose=args.purpose, location=args.location, include_deleted=args.include_deleted)
+    print(json.dumps(asset_to_json(asset), indent=2, ensure_ascii=False))
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    with _memory(args, args.as_, need="name who reads with --as (a registered principal)") as mem:
+        hits = mem.search(
+            args.text,
+            k=args.k,
+            purpose=args.purpose,
+            location=args.location,
+            mode=args.mode,
+            as_of=args.as_of or 0,
+            types=args.type,
+            segments=args.segment,
+            tags=args.tag,
+            entities=args.entity,
+        )
+        who = "" if args.json else mem.status().user
+    _print_hits([h.row() for h in hits], args, who)
+
+
+def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) -> None:
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        print(f"(nothing that {who} may {args.purpose.value} matches)")
+    for h in rows:
+        text = whose(h["owner"], who) + " ".join(h["text"].split())  # one line: no text passes for another row
+        text = text if len(text) <= 90 else text[:89] + "…"
+        print(f"{h['score']:6.4f} {h['path']:<7} {h['id']}  {h['type']:<11} {h['partition']:<30} {text}")
+
+
+def cmd_grant(args: argparse.Namespace) -> None:
+    with _memory(args, args.as_, need="name the granting owner with --as", checkpoint=False) as mem:
+        g = mem.grant(
+            args.to,
+            args.max_level,
+            segments=args.segment,
+            tags=args.tag,
+            time_from=args.time_from or 0,
+            time_to=args.time_to or 0,
+            expires_at=args.expires or 0,
+        )
+    print(json.dumps(g.to_json()))
+
+
+def cmd_revoke(args: argparse.Namespace) -> None:
+    with _memory(args, args.as_, need="name the owner with --as", checkpoint=False) as mem:
+        g = mem.revoke(args.grant)
+    print(json.dumps(g.to_json()))
+
+
+def cmd_grants(args: argparse.Namespace) -> None:
+    """Your grants through a daemon (made and held); on the store, the holder of its keys sees every grant."""
+    with _memory(args, None, checkpoint=False) as mem:
+        made, received = mem.grants()
+    seen = {g.id: g for g in [*made, *received]}
+    rows = [
+        g.to_json()
+        for g in seen.values()
+        if (args.owner is None or g.owner == args.owner) and (args.to is None or g.grantee == args.to)
+    ]
+    print(json.dumps(rows, indent=2))
+
+
+def cmd_access_log(args: argparse.Namespace) -> None:
+    with _memory(args, args.as_, need="name the owner with --as", checkpoint=False) as mem:
+        log = mem.access_log(args.limit or 100)
+    if args.json:
+        print(json.dumps(log, indent=2))
+        return
+    for r in log:
+        items = ", ".join(f"{i['id'][:12]}…@{i['level']}" for i in r["read"][:6])
+        if len(r["read"]) > 6:
+            items += f" and {len(r['read']) - 6} more"
+        when = dt.datetime.fromtimestamp(r["at"] / 1e6, dt.UTC).isoformat(timespec="seconds")
+        print(f"{when}  {r['who']:<10} {r['kind']:<6} {r['purpose']:<8} {r['location']:<14} {items}")
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    """The node's status, the same fields whether its daemon answers or the store does, and the home's size."""
+    with _memory(args, None, default=lambda node: local_principal(args.home, node)) as mem:
+        out = mem.status().to_json()
+    out["bytes_on_disk"] = sum(p.stat().st_size for p in args.home.rglob("*") if p.is_file())
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    for k, v in out.items():
+        if k != "partitions":
+            print(f"{k:>16}: {'' if v is None else v}")
+    for name, part in out["partitions"].items():
+        print(
+            f"{'partition':>16}: {name}  indexed={part['indexed']} pending={part['pending']} "
+            f"embedder={part['embedder']}"
+        )
+
+
+def _ingest_paths(paths: Sequence[str]) -> list[Path]:
+    """The files to ingest: each file given, and the files under each directory given (sorted, hidden ones skipped)."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            # Hidden below the directory given, that is; the directory itself may well be ~/.claude/projects.
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+            if not found:
+                raise NotFound(f"{raw}: the directory holds no files to ingest (hidden ones are skipped)")
+            out += found
+        else:
+            regular_file(p, "gaml ingest reads regular files (it keeps a watermark per file)")
+            out.append(p)
+    return out
+
+
+def _snapshot(files: Sequence[Path]) -> dict[Path, tuple[int, int]]:
+    """Size and modification time of each file that still exists (what --watch compares between checks)."""
+    out = {}
+    for f in files:
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue  # gone between the listing and now: the next check no longer lists it
+        out[f] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _ingest_file(path: Path, args: argparse.Namespace) -> IngestFile:
+    """One file of an ingest call, named by its absolute path (its sources' ids are derived from where it lies)."""
+    return IngestFile(
+        str(path.resolve()),
+        path.read_bytes(),
+        format=args.format or "",
+        tenant=args.tenant or "",
+        segment=args.segment or "",
+        scope=args.scope,
+        replication=args.replicate,
+        item_budget=args.item_budget,
+    )
+
+
+def cmd_ingest(args: argparse.Namespace) -> None:
+    """One pass over the paths; with --watch, another pass over the files that changed after each interval.
+
+    Each pass prints one JSON line. Files are looked at (size, modification time) *before* they are read, so a write
+    that lands while a pass reads them is seen as a change by the next check (and re-reading what was already
+    ingested is skipped by the watermarks)."""
+    files = _ingest_paths(args.paths)
+    with _memory(args, args.owner, writer=True) as mem:
+
+        def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
+            try:
+                return mem.ingest([_ingest_file(f, args) for f in todo], curate=not args.no_curate)
+            except InvalidInput as e:
+                if not args.format:
+                    raise
+                fmt = args.format
+                said = f" (read as {fmt} because of --format {fmt}; without --format the format is detected)"
+                raise InvalidInput(str(e).replace(forced_format_note(args.format), said)) from None
+
+        _ingest_passes(one_pass, files, args)
+
+
+CLIPPED_SHOWN_MAX = 20
+
+
+def _print_pass(report: dict[str, Any]) -> None:
+    """A pass's report as one JSON line on stdout, and on stderr what it cut to fit the payload limit."""
+    clipped = report.get("clipped") or []
+    for c in clipped[:CLIPPED_SHOWN_MAX]:
+        where = c["source"] if c.get("position") is None else f"{c['source']}, record {c['position']}"
+        print(
+            f"gaml: warning: {where}: its {c['field']} was cut from {c['chars']:,} to {c['kept']:,} characters "
+            "(head and tail kept) to fit the payload limit; the file keeps it whole",
+            file=sys.stderr,
+        )
+    if len(clipped) > CLIPPED_SHOWN_MAX:
+        print(
+            f"gaml: warning: … and {len(clipped) - CLIPPED_SHOWN_MAX} more cut (the report's clipped list)",
+            file=sys.stderr,
+        )
+    print(json.dumps(report), flush=True)
+
+
+def _ingest_passes(
+    one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], args: argparse.Namespace
+) -> None:
+    """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
+    JSON line), whether the passes run on the store or through the daemon."""
+    seen = _snapshot(files)
+    _print_pass(_reporting_held_back(one_pass, files, args.format))
+    if not args.watch:
+        return
+    print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(args.interval)
+            now_seen = _snapshot(_ingest_paths(args.paths))
+            changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
+            seen = now_seen
+            if changed:
+                try:
+                    _print_pass(_reporting_held_back(one_pass, changed, args.format))
+                except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
+                    print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
+                    seen = {f: m for f, m in seen.items() if f not in changed}
+    except KeyboardInterrupt:
+        print("gaml: stopped watching", file=sys.stderr)
+
+
+def _reporting_held_back(
+    one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], fmt: str | None
+) -> dict[str, Any]:
+    """``one_pass(files)``, its report naming (in ``held_back``, and on stderr) every transcript whose unterminated
+    last line was left out as a write in progress: it is ingested by the next pass that sees it complete."""
+    out = one_pass(files)
+    held = []
+    for f in files:
+        try:
+            data = f.read_bytes()
+            if (fmt or detect(f.name, data)) != "transcript":
+                continue
+        except (OSError, InvalidInput):
+            continue  # gone, or not a format the pass read: nothing held back
+        line = unterminated_last_line(data)
+        if line is not None:
+            held.append({"file": str(f), "line": line})
+            print(
+                f"gaml: warning: {f}:{line}: the last line is unterminated and not JSON yet (a write in progress?); it "
+                "was not ingested, and will be once it is complete",
+                file=sys.stderr,
+                flush=True,
+            )
+    if held:
+        out["held_back"] = held
+    return out
+
+
+def _hydration_principal(node: Node) -> str:
+    """Who hydrates without ``--as``: ``$GAML_AS``, else the node's only user principal."""
+    if os.environ.get("GAML_AS"):
+        return os.environ["GAML_AS"]
+    users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
+    if len(users) != 1:
+        raise PolicyError(
+            f"the node has {len(users)} users ({', '.join(users[:5]) or 'none'}): name who hydrates with --as"
+        )
+    return users[0]
+
+
+def cmd_hydrate(args: argparse.Namespace) -> None:
+    plane: tuple[Segment, ...] = ()
+    if args.plane:
+        try:
+            plane = parse_plane(load_json(Path(args.plane).read_text(encoding="utf-8"), f"--plane {args.plane}"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, InvalidInput) as e:
+            raise InvalidInput(f"--plane {args.plane}: {e}") from None
+    with _memory(args, args.as_, default=_hydration_principal, checkpoint=False) as mem:
+        out = mem.hydrate(
+            args.goal,
+            args.budget,
+            plane=plane,
+            purpose=args.purpose,
+            location=args.location,
+            mode=args.mode,
+            as_of=args.as_of or 0,
+            counter=args.counter,
+        )
+    _print_hydration(out.to_json(), args)
+
+
+def _print_hydration(out: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    print(out["frame"])
+    r = out["receipt"]
+    print(
+        f"receipt {r['receipt']}: {len(r['facts'])} facts, {r['budget']['spent']}/{r['budget']['total']} tokens "
+        f"({r['counter']}), path {r['path']}"
+        + (f" (fallback: {r['fallback']})" if r["fallback"] else "")
+        + f", {r['beyond']['relevant']} relevant items beyond the frame",
+        file=sys.stderr,
+    )
+
+
+def cmd_forget(args: argparse.Namespace) -> None:
+    with _memory(args, args.as_, need="name the owner with --as") as mem:
+        receipt = mem.forget(args.id)
+    print(json.dumps(receipt.to_json()))

@@ -1,0 +1,110 @@
+"""The commands that need the store itself (the daemon holds it while it runs): init, delete, redact, principals,
+curation, sources, upkeep; and ``run``, which starts the daemon."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from gaml.node.cli._common import now_us, open_store, progress, unlock
+from gaml.node.home import (
+    init_home,
+    memory_layers,
+)
+from gaml.policy.access import Principal
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    node_id = init_home(args.home, unlock(confirm=True), embedder=args.embedder, max_payload_bytes=args.max_payload)
+    print(json.dumps({"home": str(args.home), "node_id": node_id, "embedder": args.embedder}))
+
+
+def cmd_delete(args: argparse.Namespace) -> None:
+    with open_store(args) as node:
+        tomb = node.delete(args.id, now_us(), by=args.as_)
+    print(json.dumps({"id": tomb.id, "tombstone": True, "version": tomb.version}))
+
+
+def cmd_redact(args: argparse.Namespace) -> None:
+    with open_store(args) as node:
+        packet = node.redact(args.id, args.as_, now_us())
+    print(packet)
+
+
+def cmd_principal_add(args: argparse.Namespace) -> None:
+    with open_store(args, checkpoint=False) as node:
+        p = node.governance.add_principal(
+            Principal(
+                args.id,
+                args.kind,
+                frozenset(args.tenant),
+                frozenset(args.role),
+                frozenset(args.team),
+                args.on_behalf_of or "",
+            )
+        )
+    print(json.dumps(p.to_json()))
+
+
+def cmd_principals(args: argparse.Namespace) -> None:
+    with open_store(args, checkpoint=False) as node:
+        ps = node.governance.principals()
+    print(json.dumps([p.to_json() for p in ps], indent=2))
+
+
+def cmd_curate(args: argparse.Namespace) -> None:
+    with open_store(args) as node:
+        _, ladder = memory_layers(args.home, node)
+        todo = args.source or ladder.pending()
+        with progress(len(todo), "curate", unit="source") as bar:
+            report = ladder.curate(now_us(), todo, progress=bar.update)
+    print(json.dumps(report.to_json()))
+
+
+def cmd_sources(args: argparse.Namespace) -> None:
+    with open_store(args, checkpoint=False) as node:
+        ingestor, _ = memory_layers(args.home, node)
+        marks = ingestor.watermarks()
+    rows = [
+        {
+            "source": w["source_id"],
+            "format": w["format"],
+            "title": w.get("title", ""),
+            "records": w["records"],
+            "items": len(w.get("items", [])),
+            "gated": len(w.get("gated", [])),
+            "curation_pending": bool(w.get("dirty")),
+        }
+        for w in marks
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        flag = " (curation pending)" if r["curation_pending"] else ""
+        print(f"{r['source']:<40} {r['format']:<10} records={r['records']} items={r['items']} gated={r['gated']}{flag}")
+
+
+def cmd_maintain(args: argparse.Namespace) -> None:
+    with open_store(args) as node:
+        _, ladder = memory_layers(args.home, node)
+        now = now_us()
+        expired = ladder.expire(now)
+        retired = ladder.retire(now)
+        curated = ladder.curate(now).to_json()
+        tiers = ladder.retier(now)
+    print(json.dumps({"expired": len(expired), "retired": retired, "curation": curated, "tiers": tiers}))
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from gaml.node.serve.daemon import Options, run
+
+    opts = Options(
+        socket_path=args.socket,
+        listen=args.listen,
+        local_principal=args.principal,
+        grace_s=args.grace,
+        p2p=args.p2p or None,
+        peers=args.peer,
+    )
+    run(args.home, unlock(), opts)
