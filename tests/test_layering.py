@@ -157,3 +157,14 @@ def test_the_wire_imports_nothing_of_the_node() -> None:
                 names = [node.module]
             bad += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("gaml.node")]
     assert bad == []
+
+
+def test_every_module_of_node_stands_in_a_layer() -> None:
+    """Each folder and top-level module of node/ is a layer (or part of one) of the layers contract, so nothing
+    added there escapes it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in config if c["type"] == "layers"]
+    named = {m.strip() for layer in layers for m in layer.replace(":", "|").split("|")}
+    parts = {p.stem for p in (ROOT / "node").glob("*.py") if p.stem != "__init__"}
+    parts |= {p.name for p in (ROOT / "node").iterdir() if (p / "__init__.py").is_file()}
+    assert {f"gaml.node.{p}" for p in parts} <= named
