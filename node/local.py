@@ -10,16 +10,19 @@ and may do nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gaml.node.core.api import VERSION, Hit, Status
-from gaml.node.core.hydrate import Hydration, Segment
+from gaml.node.core.api import VERSION, GetOptions, GrantOptions, Hit, HydrateOptions, SearchOptions, Status
+from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import IngestFile, MemoryService, Progress
 from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal
 from gaml.policy.errors import GamlError
-from gaml.policy.model import Asset, AssetType, Level
+from gaml.policy.model import Asset, Level
 from gaml.proto.convert import draft_from_json
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class LocalMemory:
@@ -67,70 +70,18 @@ class LocalMemory:
             return self.service.put(self._caller, fields, now, check_only=check_only)
         return self.service.put_as_owners(fields, now, check_only=check_only)
 
-    def get(
-        self,
-        id_: str,
-        *,
-        purpose: Permission = Permission.READ,
-        location: Location = Location.THIS_DEVICE,
-        include_deleted: bool = False,
-    ) -> Asset:
-        return self.service.get(self.caller, id_, purpose, location, self._clock_us(), include_deleted=include_deleted)
-
-    def search(
-        self,
-        text: str,
-        *,
-        k: int = 10,
-        purpose: Permission = Permission.READ,
-        location: Location = Location.THIS_DEVICE,
-        mode: str = "hybrid",
-        as_of: int = 0,
-        types: Sequence[AssetType] = (),
-        segments: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        entities: Sequence[str] = (),
-    ) -> list[Hit]:
-        found = self.service.search(
-            self.caller,
-            text,
-            self._clock_us(),
-            k=k,
-            purpose=purpose,
-            location=location,
-            mode=mode,
-            as_of=as_of,
-            types=types,
-            segments=segments,
-            tags=tags,
-            entities=entities,
+    def get(self, id_: str, **options: Unpack[GetOptions]) -> Asset:
+        o = options
+        purpose, location = o.get("purpose", Permission.READ), o.get("location", Location.THIS_DEVICE)
+        return self.service.get(
+            self.caller, id_, purpose, location, self._clock_us(), include_deleted=o.get("include_deleted", False)
         )
-        return [Hit(r.asset, r.explain()) for r in found]
 
-    def hydrate(
-        self,
-        goal: str,
-        budget: int,
-        *,
-        plane: Sequence[Segment] = (),
-        purpose: Permission = Permission.CONTEXT,
-        location: Location = Location.THIS_DEVICE,
-        mode: str = "auto",
-        as_of: int = 0,
-        counter: str = "heuristic",
-    ) -> Hydration:
-        return self.service.hydrate(
-            self.caller,
-            goal,
-            budget,
-            self._clock_us(),
-            plane=plane,
-            purpose=purpose,
-            location=location,
-            mode=mode,
-            as_of=as_of,
-            counter=counter,
-        )
+    def search(self, text: str, **options: Unpack[SearchOptions]) -> list[Hit]:
+        return [Hit(r.asset, r.explain()) for r in self.service.search(self.caller, text, self._clock_us(), **options)]
+
+    def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration:
+        return self.service.hydrate(self.caller, goal, budget, self._clock_us(), **options)
 
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         return self.service.ingest(self.caller, files, self._clock_us(), curate=curate, progress=self._progress)
@@ -138,28 +89,8 @@ class LocalMemory:
     def forget(self, id_: str) -> ErasureReceipt:
         return self.service.forget(self.caller, id_, self._clock_us())
 
-    def grant(
-        self,
-        grantee: str,
-        max_level: Level,
-        *,
-        segments: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        time_from: int = 0,
-        time_to: int = 0,
-        expires_at: int = 0,
-    ) -> Grant:
-        return self.service.grant(
-            self.caller,
-            grantee,
-            max_level,
-            self._clock_us(),
-            segments=segments,
-            tags=tags,
-            time_from=time_from,
-            time_to=time_to,
-            expires_at=expires_at,
-        )
+    def grant(self, grantee: str, max_level: Level, **options: Unpack[GrantOptions]) -> Grant:
+        return self.service.grant(self.caller, grantee, max_level, self._clock_us(), **options)
 
     def revoke(self, grant_id: str) -> Grant:
         return self.service.revoke(self.caller, grant_id, self._clock_us())

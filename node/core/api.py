@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict
 
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
@@ -22,6 +22,9 @@ from gaml.node.core.node import display_text
 from gaml.node.core.service import IngestFile
 from gaml.policy.access import Grant, Location, Permission
 from gaml.policy.model import Asset, AssetType, Level
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 VERSION: Final = "0.1.0"  # the node's version, as a daemon reports it (pyproject.toml's; a test pins them equal)
 
@@ -80,8 +83,44 @@ class Status:
         return d
 
 
+class GetOptions(TypedDict, total=False):
+    purpose: Permission  # default read
+    location: Location  # default this_device
+    include_deleted: bool  # the tombstone of one of the caller's own assets, once deleted
+
+
+class SearchOptions(TypedDict, total=False):
+    k: int  # default 10, at most 1000
+    purpose: Permission  # default read
+    location: Location  # default this_device
+    mode: str  # hybrid (default), dense or lexical
+    as_of: int  # microseconds; 0: now
+    types: Sequence[AssetType]
+    segments: Sequence[str]
+    tags: Sequence[str]
+    entities: Sequence[str]
+
+
+class HydrateOptions(TypedDict, total=False):
+    plane: Sequence[Segment]  # default: one segment over the whole budget
+    purpose: Permission  # default context
+    location: Location  # default this_device
+    mode: str  # auto (default), hybrid, semantic, lexical or recency
+    as_of: int
+    counter: str  # heuristic (default), cl100k_base or o200k_base
+
+
+class GrantOptions(TypedDict, total=False):
+    segments: Sequence[str]  # empty: every segment
+    tags: Sequence[str]  # empty: any tags
+    time_from: int  # on the asset's created_at, microseconds; 0: unbounded
+    time_to: int
+    expires_at: int  # 0: until revoked
+
+
 class Memory(Protocol):
-    """A node's memory as one principal sees it. Errors are the GAML error classes, the same through every door."""
+    """A node's memory as one principal sees it. Errors are the GAML error classes, the same through every door.
+    The options of each call are those of :class:`~gaml.node.core.service.MemoryService`, by the same names."""
 
     def status(self) -> Status: ...
 
@@ -90,45 +129,13 @@ class Memory(Protocol):
         validate and authorize them, write nothing."""
         ...
 
-    def get(
-        self,
-        id_: str,
-        *,
-        purpose: Permission = Permission.READ,
-        location: Location = Location.THIS_DEVICE,
-        include_deleted: bool = False,
-    ) -> Asset:
-        """An asset the caller may read (``include_deleted``: the tombstone of one of the caller's own, once
-        deleted); an unreadable one answers as missing (``NotFound``)."""
+    def get(self, id_: str, **options: Unpack[GetOptions]) -> Asset:
+        """An asset the caller may read; an unreadable one answers as missing (``NotFound``)."""
         ...
 
-    def search(
-        self,
-        text: str,
-        *,
-        k: int = 10,
-        purpose: Permission = Permission.READ,
-        location: Location = Location.THIS_DEVICE,
-        mode: str = "hybrid",
-        as_of: int = 0,
-        types: Sequence[AssetType] = (),
-        segments: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        entities: Sequence[str] = (),
-    ) -> list[Hit]: ...
+    def search(self, text: str, **options: Unpack[SearchOptions]) -> list[Hit]: ...
 
-    def hydrate(
-        self,
-        goal: str,
-        budget: int,
-        *,
-        plane: Sequence[Segment] = (),
-        purpose: Permission = Permission.CONTEXT,
-        location: Location = Location.THIS_DEVICE,
-        mode: str = "auto",
-        as_of: int = 0,
-        counter: str = "heuristic",
-    ) -> Hydration: ...
+    def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration: ...
 
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         """Parse and ingest files into the caller's journal (all parsed before anything is written), then curate
@@ -137,17 +144,7 @@ class Memory(Protocol):
 
     def forget(self, id_: str) -> ErasureReceipt: ...
 
-    def grant(
-        self,
-        grantee: str,
-        max_level: Level,
-        *,
-        segments: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        time_from: int = 0,
-        time_to: int = 0,
-        expires_at: int = 0,
-    ) -> Grant: ...
+    def grant(self, grantee: str, max_level: Level, **options: Unpack[GrantOptions]) -> Grant: ...
 
     def revoke(self, grant_id: str) -> Grant: ...
 
@@ -160,4 +157,4 @@ class Memory(Protocol):
         ...
 
 
-__all__ = ["VERSION", "Hit", "Memory", "Status"]
+__all__ = ["VERSION", "GetOptions", "GrantOptions", "Hit", "HydrateOptions", "Memory", "SearchOptions", "Status"]

@@ -17,10 +17,11 @@ from the status's ``google.rpc.ErrorInfo``), so callers handle a remote node as 
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import grpc
 from google.protobuf import json_format
@@ -29,7 +30,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from gaml.node.core.api import Hit, Status
+from gaml.node.core.api import GetOptions, GrantOptions, Hit, HydrateOptions, SearchOptions, Status
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import (
@@ -55,9 +56,12 @@ from gaml.policy.errors import (
     StoreCorrupt,
     StoreError,
 )
-from gaml.policy.model import Asset, AssetType, Level, freeze_json, thaw_json
+from gaml.policy.model import Asset, Level, freeze_json, thaw_json
 from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
 from gaml.proto.gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 T = TypeVar("T")
 CHUNK: Final = 1 << 20
@@ -331,95 +335,51 @@ class RemoteMemory:
     def status(self) -> Status:
         c = self.client
         r = c._call(c.stub.Status, memory_pb2.StatusRequest())
-        return Status(
-            node_id=r.node_id,
-            version=r.version,
-            principal=r.principal,
-            user=r.user,
-            transport=r.transport,
-            embedder=r.embedder,
-            assets=r.assets,
-            tombstones=r.tombstones,
-            journal_seq=r.journal_seq,
-            indexed=r.indexed,
-            pending=r.pending,
-            partitions={
-                name: {"indexed": p.indexed, "pending": p.pending, "embedder": p.embedder, "epoch": p.epoch}
-                for name, p in sorted(r.partitions.items())
-            },
-            rebuilt_indexes=r.rebuilt_indexes,
-            replayed_events=r.replayed_events,
-            uptime_seconds=r.uptime_seconds,
-            calls=r.calls,
-        )
+        fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(Status) if f.name != "partitions"}
+        parts = {name: {f.name: getattr(p, f.name) for f in p.DESCRIPTOR.fields} for name, p in r.partitions.items()}
+        return Status(**fields, partitions=dict(sorted(parts.items())))
 
     def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
         return self.client.put(drafts, check_only=check_only)
 
-    def get(
-        self,
-        id_: str,
-        *,
-        purpose: Permission = Permission.READ,
-        location: Location = Location.THIS_DEVICE,
-        include_deleted: bool = False,
-    ) -> Asset:
+    def get(self, id_: str, **options: Unpack[GetOptions]) -> Asset:
+        o = options
+        intent = _intent(o.get("purpose", Permission.READ), o.get("location", Location.THIS_DEVICE))
+        req = memory_pb2.GetRequest(id=id_, intent=intent, include_deleted=o.get("include_deleted", False))
         c = self.client
-        req = memory_pb2.GetRequest(id=id_, intent=_intent(purpose, location), include_deleted=include_deleted)
         return asset_from_pb(c._call(c.stub.Get, req).asset)
 
-    def search(
-        self,
-        text: str,
-        *,
-        k: int = 10,
-        purpose: Permission = Permission.READ,
-        location: Location = Location.THIS_DEVICE,
-        mode: str = "hybrid",
-        as_of: int = 0,
-        types: Sequence[AssetType] = (),
-        segments: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        entities: Sequence[str] = (),
-    ) -> list[Hit]:
+    def search(self, text: str, **options: Unpack[SearchOptions]) -> list[Hit]:
+        o = options
+        k = o.get("k", 10)
         if not 0 < k <= MAX_SEARCH_K:  # the wire reads k = 0 as "the default", the interface as a mistake
             raise InvalidInput(f"k must be in [1, {MAX_SEARCH_K}], got {k}")
-        c = self.client
         req = memory_pb2.SearchRequest(
             text=text,
             k=k,
-            intent=_intent(purpose, location),
-            mode=_wire(memory_pb2.SearchMode, "SEARCH_MODE", mode),
-            as_of=as_of,
-            types=[_wire(asset_pb2.AssetType, "ASSET_TYPE", t) for t in types],
-            segments=list(segments),
-            tags=list(tags),
-            entities=list(entities),
+            intent=_intent(o.get("purpose", Permission.READ), o.get("location", Location.THIS_DEVICE)),
+            mode=_wire(memory_pb2.SearchMode, "SEARCH_MODE", o.get("mode", "hybrid")),
+            as_of=o.get("as_of", 0),
+            types=[_wire(asset_pb2.AssetType, "ASSET_TYPE", t) for t in o.get("types", ())],
+            segments=list(o.get("segments", ())),
+            tags=list(o.get("tags", ())),
+            entities=list(o.get("entities", ())),
         )
+        c = self.client
         return [Hit(asset_from_pb(h.asset), _struct_json(h.explain)) for h in c._call(c.stub.Search, req).hits]
 
-    def hydrate(
-        self,
-        goal: str,
-        budget: int,
-        *,
-        plane: Sequence[Segment] = (),
-        purpose: Permission = Permission.CONTEXT,
-        location: Location = Location.THIS_DEVICE,
-        mode: str = "auto",
-        as_of: int = 0,
-        counter: str = "heuristic",
-    ) -> Hydration:
-        c = self.client
+    def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration:
+        o = options
         req = memory_pb2.HydrateRequest(
             goal=goal,
             budget=budget,
-            intent=_intent(purpose, location),
-            plane=plane_to_pb(plane),
-            mode=_wire(memory_pb2.HydrationMode, "HYDRATION_MODE", mode),
-            as_of=as_of,
-            counter=counter,
+            intent=_intent(o.get("purpose", Permission.CONTEXT), o.get("location", Location.THIS_DEVICE)),
+            plane=plane_to_pb(o.get("plane", ())),
+            mode=_wire(memory_pb2.HydrationMode, "HYDRATION_MODE", o.get("mode", "auto")),
+            as_of=o.get("as_of", 0),
+            counter=o.get("counter", "heuristic"),
         )
+        c = self.client
         r = c._call(c.stub.Hydrate, req)
         return Hydration(r.frame, _struct_json(r.receipt))
 
@@ -447,27 +407,18 @@ class RemoteMemory:
         r = c._call(c.stub.Forget, memory_pb2.ForgetRequest(id=id_))
         return ErasureReceipt(r.receipt_id, r.at, r.by, r.reason, tuple(r.tombstoned), r.rebuilt_sources)
 
-    def grant(
-        self,
-        grantee: str,
-        max_level: Level,
-        *,
-        segments: Sequence[str] = (),
-        tags: Sequence[str] = (),
-        time_from: int = 0,
-        time_to: int = 0,
-        expires_at: int = 0,
-    ) -> Grant:
-        c = self.client
+    def grant(self, grantee: str, max_level: Level, **options: Unpack[GrantOptions]) -> Grant:
+        o = options
         req = memory_pb2.GrantRequest(
             grantee=grantee,
             max_level=_wire(asset_pb2.Level, "LEVEL", max_level),
-            segments=list(segments),
-            tags=list(tags),
-            time_from=time_from,
-            time_to=time_to,
-            expires_at=expires_at,
+            segments=list(o.get("segments", ())),
+            tags=list(o.get("tags", ())),
+            time_from=o.get("time_from", 0),
+            time_to=o.get("time_to", 0),
+            expires_at=o.get("expires_at", 0),
         )
+        c = self.client
         return grant_from_pb(c._call(c.stub.Grant, req).grant)
 
     def revoke(self, grant_id: str) -> Grant:

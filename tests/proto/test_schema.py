@@ -105,3 +105,19 @@ def test_asset_fields_mirror_dataclass() -> None:
 def test_nested_messages_mirror_dataclasses(domain_cls: type, message: Any) -> None:
     """SourcePointer, Retention and Heat have exactly the fields of their domain dataclasses, in the same order."""
     assert [f.name for f in message.DESCRIPTOR.fields] == [f.name for f in dataclasses.fields(domain_cls)]
+
+
+def test_the_status_answer_mirrors_the_domain_status() -> None:
+    """StatusResponse carries every field of gaml.node.core.api.Status by the same name (the client builds one from
+    the other by name), and PartitionStatus every field of a partition's status."""
+    import dataclasses
+
+    from gaml.node.core.api import Status
+    from gaml.proto.gaml.v1 import memory_pb2
+    from tests.node.conftest import NOW, fact, memory_world
+
+    assert {f.name for f in dataclasses.fields(Status)} == set(memory_pb2.StatusResponse.DESCRIPTOR.fields_by_name)
+    node = memory_world().open_node()
+    node.put([fact("a fact in a partition")], NOW)
+    (part,) = node.store.stats().partitions.values()
+    assert set(part) == {f.name for f in memory_pb2.PartitionStatus.DESCRIPTOR.fields}
