@@ -43,7 +43,7 @@ from gaml.node.home import (
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.policy import crypto
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
 from gaml.policy.errors import (
     Deleted,
     GamlError,
@@ -51,6 +51,7 @@ from gaml.policy.errors import (
     InvalidInput,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreError,
     StoreLocked,
 )

@@ -25,8 +25,8 @@ from gaml.node.core.memory.ladder import ErasureReceipt, Ladder
 from gaml.node.core.node import Node
 from gaml.node.core.text.parsers import FORMATS, parse
 from gaml.node.core.tokens import TokenCounter
-from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, UnknownPrincipal
-from gaml.policy.errors import GamlError, InvalidInput
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
+from gaml.policy.errors import GamlError, InvalidInput, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 
 MAX_SEARCH_K: Final = 1000

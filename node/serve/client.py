@@ -30,7 +30,6 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
-from gaml.policy.access import PolicyError, UnknownPrincipal
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -40,9 +39,11 @@ from gaml.policy.errors import (
     InvalidInput,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    UnknownPrincipal,
 )
 from gaml.policy.model import freeze_json, thaw_json
 from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints

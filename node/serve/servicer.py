@@ -34,7 +34,7 @@ from gaml.node.core.service import (
     Unauthenticated,
     Unavailable,
 )
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, UnknownPrincipal
+from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -44,9 +44,11 @@ from gaml.policy.errors import (
     InvalidInput,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    UnknownPrincipal,
 )
 from gaml.policy.model import MAX_PAYLOAD_DEPTH, AssetType, Level, PrivacyScope, ReplicationPolicy, nests_deeper
 from gaml.proto.convert import asset_to_pb, draft_from_json

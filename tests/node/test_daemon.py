@@ -42,8 +42,7 @@ from gaml.node.serve.daemon import Daemon, info_path
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
-from gaml.policy.access import PolicyError, UnknownPrincipal
-from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound
+from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound, PolicyError, UnknownPrincipal
 from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
     LOCAL,
