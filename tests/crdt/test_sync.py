@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gaml.crdt import wire
-from gaml.crdt.sync import BACKOFF_MAX, PeerStats, Sync, SyncError, object_id
+from gaml.crdt.errors import SyncError
+from gaml.crdt.sync import BACKOFF_MAX, PeerStats, Sync, object_id
 from gaml.policy.crypto import SeededEntropy
 from gaml.policy.errors import GamlError
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
