@@ -29,7 +29,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,

@@ -35,7 +35,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from grpc_status import rpc_status
 
 from gaml.node.core.embed import HashEmbedder
-from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.text.parsers import parse
 from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import Daemon, info_path
