@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.core.hydrate import HYDRATION_MODES, HydrationRequest, Hydrator, Segment, parse_plane
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
@@ -214,10 +215,6 @@ def _regular_file(path: Path, what: str) -> None:
     if not stat.S_ISREG(mode):
         kind = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
         raise InvalidInput(f"{path} is {kind.get(stat.S_IFMT(mode), 'not a regular file')}: {what}")
-
-
-class PartlyCommitted(StoreError):
-    """A failure after part of the work was committed (exit code 4); the message says what was and what was not."""
 
 
 def _put_batches(put: Callable[[list[Any]], list[str]], items: list[Any], batch: int, bar: Any) -> None:

@@ -30,6 +30,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.serve.errors import TlsRefused
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -126,10 +127,6 @@ def _listens(address: str, timeout_s: float = 2.0) -> bool:
             return True
     except (OSError, ValueError):
         return False
-
-
-class TlsRefused(Unauthenticated, Unavailable):
-    """The mutual-TLS handshake failed (a refused or untrusted certificate): the node answered, and said no."""
 
 
 # What gRPC's connectivity errors say when the TLS handshake, not the network, failed.
