@@ -33,7 +33,8 @@ from typing import Any, Final
 import orjson
 from automerge.core import ROOT, Document, ScalarType
 
-from gaml.policy.errors import GamlError, InvalidAsset
+from gaml.crdt.errors import CorruptDoc
+from gaml.policy.errors import InvalidAsset
 from gaml.policy.model import canonical_json
 
 ACTOR_BYTES: Final = 16
@@ -44,10 +45,6 @@ SEP: Final = "\x00"  # between a field's name and an entry key or set element; f
 _KIND_ORDER: Final = (SCALAR, DICT, SET)  # which kind a field reads as when it is held under several
 
 _Flat = dict[str, str | bool]  # a record in the document's layout: root key -> Str text or Boolean true
-
-
-class CorruptDoc(GamlError):
-    """Bytes that are not a document of an asset record, or a merge that would make one that is not."""
 
 
 def _binding_failed(e: BaseException) -> bool:

@@ -28,8 +28,9 @@ from typing import Any, Final
 
 import orjson
 
+from gaml.crdt.errors import BadRoster, RosterRefused
 from gaml.policy import crypto
-from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
+from gaml.policy.errors import BadSignature, DecryptionFailed, InvalidInput
 from gaml.policy.model import canonical_encode
 from gaml.policy.replication import KINDS
 
@@ -55,14 +56,6 @@ _NODE_RE: Final = re.compile(r"^[0-9a-f]{64}$")
 _HEX_RE: Final = re.compile(r"^(?:[0-9a-f]{2})*$")
 _FIELDS: Final = frozenset({"format", "boundary", "epoch", "version", "issued_at", "members", "sealed", "signature"})
 _BOUNDARY_FIELDS: Final = frozenset({"id", "kind", "name", "label", "admin"})
-
-
-class BadRoster(GamlError):
-    """Bytes that are not a roster signed by its boundary's admin: malformed, not canonical, or a bad signature."""
-
-
-class RosterRefused(InvalidInput):
-    """A roster or membership change the rules do not allow (unknown kind or role, a bad node id, a wrong admin…)."""
 
 
 def _check_int(value: object, what: str, low: int, high: int) -> int:

@@ -22,9 +22,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Final
 
+from gaml.crdt.errors import BadObject
 from gaml.crdt.membership import Boundary
 from gaml.policy import crypto
-from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput
+from gaml.policy.errors import BadSignature, DecryptionFailed, InvalidInput
 from gaml.policy.model import ID_RE
 
 SNAPSHOT: Final = b"S"
@@ -43,10 +44,6 @@ OVERHEAD_BYTES: Final = HEADER_BYTES + crypto.SEAL_OVERHEAD + WRITER_BYTES + SIG
 MAX_OBJECT_BYTES: Final = 4 << 20
 MAX_DATA_BYTES: Final = MAX_OBJECT_BYTES - OVERHEAD_BYTES
 MAX_EPOCH: Final = 2**32 - 1
-
-
-class BadObject(GamlError):
-    """Bytes that are not an object this node can accept: malformed, under an unknown epoch, altered, or forged."""
 
 
 @dataclasses.dataclass(frozen=True)

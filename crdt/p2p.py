@@ -72,7 +72,15 @@ from libp2p.peer.peerinfo import PeerInfo, info_from_p2p_addr
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
-from gaml.policy.errors import GamlError
+from gaml.crdt.errors import (
+    BadAddress,
+    BadIdentity,
+    DialFailed,
+    FrameTooLarge,
+    NotConnected,
+    P2PError,
+    SendQueueFull,
+)
 
 if TYPE_CHECKING:
     from trio_typing import TaskStatus  # trio-typing (a libp2p dependency) shadows trio's own annotations
@@ -90,37 +98,6 @@ _READ_BYTES = 1 << 20  # the most one read asks of the stream (it may return les
 _WRITE_BYTES = 256 << 10  # small frames queued together go out in one write of up to this much
 _HEX = frozenset("0123456789abcdef")
 _CLEANUP_S = 5.0  # the longest a teardown (closing a connection, waiting for sessions) may take
-
-
-# -- errors --------------------------------------------------------------------------------------------------------
-
-
-class P2PError(GamlError):
-    """A failure of the peer-to-peer transport."""
-
-
-class BadIdentity(P2PError, ValueError):
-    """A seed, node id or peer id that is not a GAML (Ed25519) identity."""
-
-
-class BadAddress(P2PError, ValueError):
-    """A multiaddr that cannot be dialed: malformed, or without its ``/p2p/<peer id>`` part."""
-
-
-class DialFailed(P2PError):
-    """No sync stream to the peer came up after every attempt (each attempt's error is chained)."""
-
-
-class NotConnected(P2PError):
-    """There is no sync stream to that peer (never connected, disconnected, or it broke during the write)."""
-
-
-class FrameTooLarge(P2PError, ValueError):
-    """A frame is over the size limit (8 MiB unless configured otherwise)."""
-
-
-class SendQueueFull(P2PError):
-    """``send_nowait`` found that peer's outgoing queue full: the peer reads more slowly than frames are produced."""
 
 
 # -- identities ----------------------------------------------------------------------------------------------------
@@ -251,7 +228,8 @@ def _ignore_frame(node_id: str, frame: bytes) -> None:
 
 
 class _OpenFailed(P2PError):
-    pass
+    """Opening the sync stream failed (logged, the connection closed). Private: both callers of :meth:`P2PHost._open`
+    suppress it, so it never leaves this module, and it stays here rather than in crdt/errors.py."""
 
 
 class _Session:

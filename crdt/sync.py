@@ -45,7 +45,8 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from gaml.crdt import wire
-from gaml.crdt.wire import Ack, BadMessage, Have, Hello, Message, Need, Roster, Send, Tags
+from gaml.crdt.errors import BadMessage, SyncError
+from gaml.crdt.wire import Ack, Have, Hello, Message, Need, Roster, Send, Tags
 from gaml.policy.crypto import Entropy, keyed_hash
 from gaml.policy.errors import GamlError, StoreError
 
@@ -57,10 +58,6 @@ FETCH_IDS: Final = 32  # ids per replica.objects call while sending
 ANNOUNCE_SKIPS_MAX: Final = 64  # log stretches without current objects skipped per announcement (a bounded loop)
 BACKOFF_MAX: Final = 3  # the n-th resend of an unanswered roster or Have waits retry_after * 2**min(n, this)
 MIN_SEND_BYTES: Final = wire.SEND_BASE_BYTES + FETCH_IDS * wire.ID_BYTES  # room for one fetch's missing ids
-
-
-class SyncError(GamlError):
-    """The engine was misconfigured, or the replica broke its contract (e.g. a log that does not advance)."""
 
 
 class ObjectStore(Protocol):

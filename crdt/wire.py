@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, Final
 
-from gaml.policy.errors import GamlError
+from gaml.crdt.errors import BadMessage
 
 VERSION: Final = 1
 
@@ -63,10 +63,6 @@ SEND: Final = 0x06
 ACK: Final = 0x07
 
 NO_ACK: Final = bytes(ACK_BYTES)  # the ack of a sender that holds no roster of the receiver yet
-
-
-class BadMessage(GamlError, ValueError):
-    """A frame is not a well-formed sync message (truncated, over a limit, unknown version or kind, trailing bytes)."""
 
 
 # -- messages ------------------------------------------------------------------------------------------------------

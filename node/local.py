@@ -16,8 +16,8 @@ from gaml.node.core.api import VERSION, GetOptions, GrantOptions, Hit, HydrateOp
 from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import IngestFile, MemoryService, Progress
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal
-from gaml.policy.errors import GamlError
+from gaml.policy.access import Grant, Location, Permission, Principal
+from gaml.policy.errors import GamlError, PolicyError
 from gaml.policy.model import Asset, Level
 from gaml.proto.convert import draft_from_json
 

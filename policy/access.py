@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from gaml.policy import model
-from gaml.policy.errors import GamlError, InvalidAsset, UnknownEnumValue
+from gaml.policy.errors import InvalidAsset, PolicyError, UnknownEnumValue
 from gaml.policy.model import (
     Asset,
     ExportPolicy,
@@ -49,14 +49,6 @@ from gaml.policy.model import (
 )
 
 GRANT_ID_TAG: Final = b"gaml-grant-id-v1"
-
-
-class UnknownPrincipal(GamlError, LookupError):
-    """The request names a principal this node does not know."""
-
-
-class PolicyError(GamlError, ValueError):
-    """A request or a grant that is malformed (a missing purpose, a bad filter, a team inside a team …)."""
 
 
 class _Named(model._Named):

@@ -1,7 +1,11 @@
-"""Typed errors shared by every layer.
+"""Typed errors: the policy layer's, and :class:`GamlError`, the base of every layer's.
 
 Every failure that a caller can cause (bad input, wrong key, a locked or closed store) raises a subclass of
 :class:`GamlError` with a message that says what was wrong and what to do; nothing is written when one is raised.
+
+Each layer defines its error classes in one module of its own, named ``errors.py`` (tests/test_errors.py checks it):
+this one, ``crdt/errors.py``, ``node/core/errors.py``, ``node/shells/errors.py``, ``node/serve/errors.py`` and
+``node/cli/errors.py``. A layer raises its own errors and those of the layers below it.
 """
 
 from __future__ import annotations
@@ -84,3 +88,15 @@ class Deleted(NotFound):
 
 class IndexMismatch(GamlError, ValueError):
     """A vector does not fit its partition (another embedder or another dimension)."""
+
+
+class UnknownPrincipal(GamlError, LookupError):
+    """The request names a principal this node does not know."""
+
+
+class PolicyError(GamlError, ValueError):
+    """A request or a grant that is malformed (a missing purpose, a bad filter, a team inside a team …)."""
+
+
+class RedactionRefused(GamlError, ValueError):
+    """The asset may not be turned into a public redacted packet (its policy forbids it, or it is gone)."""

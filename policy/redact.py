@@ -56,7 +56,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from gaml.policy.errors import GamlError
+from gaml.policy.errors import RedactionRefused
 from gaml.policy.model import Asset, Creator, InferencePolicy, PrivacyScope, Retention
 
 KINDS: Final = ("email", "phone", "secret", "name", "ip", "card")
@@ -72,10 +72,6 @@ CARD_DIGITS_MAX: Final = 19
 _NUMBER_WINDOW_TOKENS_MAX: Final = 8  # digit groups a phone or card number may span (bounds the window search)
 
 _PROTECTED_RE: Final = re.compile(r"\[(?:" + "|".join(k.upper() for k in KINDS) + r")\]")
-
-
-class RedactionRefused(GamlError, ValueError):
-    """The asset may not be turned into a public redacted packet (its policy forbids it, or it is gone)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 Why our own simulator rather than libp2p over loopback: libp2p and trio read the wall clock and schedule in an order
 of their own, so a failure could not be replayed. Here every decision (delay, drop, duplicate, reorder) is drawn
 from one ``random.Random(seed)`` in a fixed order, time is a counter, and endpoints are called one at a time in a
-fixed order, so the same seed gives the same run, frame for frame (:meth:`SimNetwork.digest` pins it).
+fixed order, so the same seed gives the same run, frame for frame (:meth:`SimNetwork.digest` pins it). Time is in
+microseconds, the unit of ``now`` in the core and the daemon, so the nodes see the times they would see in a real run.
 
 The model (TigerBeetle's packet simulator, FoundationDB's sim2, trio's ``test_dtls``):
 
@@ -12,12 +13,13 @@ The model (TigerBeetle's packet simulator, FoundationDB's sim2, trio's ``test_dt
   connection they were sent on: one in flight when its connection goes down is lost, never delivered into a later
   connection (as with TCP).
 - **Faults per frame**, drawn when it is sent: dropped with probability ``drop``; otherwise delivered after a delay
-  drawn uniformly from ``delay``, plus (with probability ``reorder``) an extra delay of up to four times the longest,
-  so that later frames overtake it; and with probability ``duplicate`` a second copy with its own delay.
+  drawn uniformly from ``delay_us``, plus (with probability ``reorder``) an extra delay of up to four times the
+  longest (and a millisecond), so that later frames overtake it; and with probability ``duplicate`` a second copy with
+  its own delay.
 - **Partitions.** :meth:`SimNetwork.partition` splits the endpoints into groups; frames between groups are lost (at
   sending and at delivery) while connections stay up, as when a route fails silently. :meth:`SimNetwork.heal` ends
   it. Endpoints in no group are cut off from everyone.
-- **Ticks.** Every ``tick_every`` units of time each endpoint's ``tick(now)`` runs, in name order.
+- **Ticks.** Every ``tick_us`` each endpoint's ``tick(now)`` runs, in name order.
 """
 
 from __future__ import annotations
@@ -29,14 +31,17 @@ import random
 from collections.abc import Iterable
 from typing import Final, Protocol
 
-DEFAULT_DELAY: Final = (1, 20)
-DEFAULT_TICK_EVERY: Final = 100
+US_PER_MS: Final = 1_000
+US_PER_S: Final = 1_000_000
+DEFAULT_DELAY_US: Final = (1 * US_PER_MS, 20 * US_PER_MS)
+DEFAULT_TICK_US: Final = 100 * US_PER_MS
+_REORDER_EXTRA_US: Final = 1 * US_PER_MS  # a reordered frame waits up to 4 * the longest delay + this much more
 
 Effect = tuple[str, bytes]
 
 
 class Endpoint(Protocol):
-    """What the network drives: the shape of :class:`crdt.sync.Sync`."""
+    """What the network drives: the shape of :class:`crdt.sync.Sync` (``now`` in microseconds)."""
 
     def connected(self, peer: str, now: int) -> list[Effect]: ...
 
@@ -48,26 +53,27 @@ class Endpoint(Protocol):
 
 
 class SimClock:
-    """Simulated time: an integer that only moves forward when told to."""
+    """Simulated time in microseconds: an integer that only moves forward when told to."""
 
     __slots__ = ("_now",)
 
-    def __init__(self, start: int = 0) -> None:
-        self._now = start
+    def __init__(self, start_us: int = 0) -> None:
+        self._now = start_us
 
     def now(self) -> int:
+        """The time, in microseconds."""
         return self._now
 
-    def advance(self, delta: int) -> int:
-        """Move ``delta`` (≥ 0) forward; returns the new time."""
-        if delta < 0:
+    def advance(self, delta_us: int) -> int:
+        """Move ``delta_us`` (≥ 0) forward; returns the new time."""
+        if delta_us < 0:
             raise ValueError("time does not go backwards")
-        self._now += delta
+        self._now += delta_us
         return self._now
 
-    def advance_to(self, when: int) -> int:
-        """Move forward to ``when`` (no-op if it is in the past); returns the new time."""
-        self._now = max(self._now, when)
+    def advance_to(self, when_us: int) -> int:
+        """Move forward to ``when_us`` (no-op if it is in the past); returns the new time."""
+        self._now = max(self._now, when_us)
         return self._now
 
 
@@ -88,7 +94,7 @@ class NetStats:
 class Delivery:
     """One delivered frame (recorded when ``record=True``)."""
 
-    at: int
+    at: int  # microseconds
     src: str
     dst: str
     frame: bytes
@@ -104,24 +110,24 @@ class SimNetwork:
         drop: float = 0.0,
         duplicate: float = 0.0,
         reorder: float = 0.0,
-        delay: tuple[int, int] = DEFAULT_DELAY,
-        tick_every: int = DEFAULT_TICK_EVERY,
+        delay_us: tuple[int, int] = DEFAULT_DELAY_US,
+        tick_us: int = DEFAULT_TICK_US,
         clock: SimClock | None = None,
         record: bool = False,
     ) -> None:
         for name, p in (("drop", drop), ("duplicate", duplicate), ("reorder", reorder)):
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"{name} is a probability in [0, 1), not {p}")
-        if not 0 <= delay[0] <= delay[1]:
-            raise ValueError(f"delay is (lo, hi) with 0 <= lo <= hi, not {delay}")
-        if tick_every <= 0:
-            raise ValueError("tick_every is positive")
+        if not 0 <= delay_us[0] <= delay_us[1]:
+            raise ValueError(f"delay_us is (lo, hi) with 0 <= lo <= hi, not {delay_us}")
+        if tick_us <= 0:
+            raise ValueError("tick_us is positive")
         self.seed = seed
         self.clock = clock or SimClock()
         self._rng = random.Random(seed)
-        self._drop, self._duplicate, self._reorder, self._delay = drop, duplicate, reorder, delay
-        self._tick_every = tick_every
-        self._next_tick = self.clock.now() + tick_every
+        self._drop, self._duplicate, self._reorder, self._delay_us = drop, duplicate, reorder, delay_us
+        self._tick_us = tick_us
+        self._next_tick = self.clock.now() + tick_us
         self._endpoints: dict[str, Endpoint] = {}
         self._links: dict[frozenset[str], int] = {}  # connection -> incarnation
         self._incarnations = 0
@@ -193,9 +199,9 @@ class SimNetwork:
             copies = 2
             self._bump("duplicated")
         for _ in range(copies):
-            at = self.clock.now() + self._rng.randint(*self._delay)
+            at = self.clock.now() + self._rng.randint(*self._delay_us)
             if self._rng.random() < self._reorder:
-                at += self._rng.randint(0, 4 * self._delay[1] + 1)
+                at += self._rng.randint(0, 4 * self._delay_us[1] + _REORDER_EXTRA_US)
             self._seq += 1
             heapq.heappush(self._queue, (at, self._seq, src, dst, incarnation, frame))
 
@@ -222,7 +228,7 @@ class SimNetwork:
 
     def _tick_all(self) -> None:
         now = self.clock.advance_to(self._next_tick)
-        self._next_tick += self._tick_every
+        self._next_tick += self._tick_us
         for name in sorted(self._endpoints):
             self._route(name, self._endpoints[name].tick(now))
 
@@ -235,22 +241,22 @@ class SimNetwork:
         else:
             self._tick_all()
 
-    def run_until(self, when: int) -> None:
-        """Process every event up to time ``when``; the clock ends at ``when``."""
-        while min(self._next_tick, self._queue[0][0] if self._queue else self._next_tick) <= when:
+    def run_until(self, when_us: int) -> None:
+        """Process every event up to time ``when_us``; the clock ends at ``when_us``."""
+        while min(self._next_tick, self._queue[0][0] if self._queue else self._next_tick) <= when_us:
             self.step()
-        self.clock.advance_to(when)
+        self.clock.advance_to(when_us)
 
-    def run_for(self, duration: int) -> None:
-        self.run_until(self.clock.now() + duration)
+    def run_for(self, duration_us: int) -> None:
+        self.run_until(self.clock.now() + duration_us)
 
-    def run_until_quiet(self, max_time: int, quiet_for: int = 10 * DEFAULT_TICK_EVERY) -> bool:
-        """Run until nothing is in flight and no endpoint has sent anything for ``quiet_for`` (counted from this call
-        at the earliest): True; or until the clock passes ``max_time``: False. Choose ``quiet_for`` above the
-        engines' retry interval, or a pause before a retry looks like quiet."""
+    def run_until_quiet(self, max_time_us: int, quiet_for_us: int = 10 * DEFAULT_TICK_US) -> bool:
+        """Run until nothing is in flight and no endpoint has sent anything for ``quiet_for_us`` (counted from this
+        call at the earliest): True; or until the clock passes ``max_time_us``: False. Choose ``quiet_for_us`` above
+        the engines' retry interval, or a pause before a retry looks like quiet."""
         since = self.clock.now()
-        while self.clock.now() <= max_time:
-            if not self._queue and self.clock.now() - max(since, self._last_activity) >= quiet_for:
+        while self.clock.now() <= max_time_us:
+            if not self._queue and self.clock.now() - max(since, self._last_activity) >= quiet_for_us:
                 return True
             self.step()
         return False

@@ -27,11 +27,14 @@ from gaml.crdt.sync import BACKOFF_MAX, Sync
 from gaml.node.core.replica import Replica, record_of
 from gaml.policy import crypto
 from gaml.policy.errors import NotFound
-from gaml.simulations.net import SimNetwork
+from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
 from gaml.simulations.nodes import make_node
 
-RETRY_MS: Final = 1_000
-QUIET_MS: Final = (2**BACKOFF_MAX + 2) * RETRY_MS
+# Times are microseconds, the unit of ``now`` in the core (asset times) and in the daemon.
+RETRY_US: Final = 1 * US_PER_S
+QUIET_US: Final = (2**BACKOFF_MAX + 2) * RETRY_US
+TICK_US: Final = 100 * US_PER_MS
+SETTLE_US_MAX: Final = 600 * US_PER_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Spec:
     drop: float = 0.03
     duplicate: float = 0.03
     reorder: float = 0.1
-    delay: tuple[int, int] = (1, 60)
+    delay_us: tuple[int, int] = (1 * US_PER_MS, 60 * US_PER_MS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +102,12 @@ class Cluster:
         self.seed, self.spec = seed, spec
         self.rng = random.Random(seed)
         self.net = SimNetwork(
-            seed, drop=spec.drop, duplicate=spec.duplicate, reorder=spec.reorder, delay=spec.delay, tick_every=100
+            seed,
+            drop=spec.drop,
+            duplicate=spec.duplicate,
+            reorder=spec.reorder,
+            delay_us=spec.delay_us,
+            tick_us=TICK_US,
         )
         self.names = [f"n{i:02d}" for i in range(spec.nodes)]
         self.replicas: dict[str, Replica] = {}
@@ -110,7 +118,7 @@ class Cluster:
             self.by_id[rep.node_id] = name
         for i, name in enumerate(self.names):
             rep = self.replicas[name]
-            sync = Sync(rep, crypto.SeededEntropy(seed * 1000 + 500 + i), retry_after=RETRY_MS)
+            sync = Sync(rep, crypto.SeededEntropy(seed * 1000 + 500 + i), retry_after=RETRY_US)
             self.net.add(name, _Named(self, rep, sync))
         self.groups = world(spec.nodes)
         self.bids: dict[str, bytes] = {}
@@ -130,6 +138,7 @@ class Cluster:
         self.drafts: dict[str, dict[str, Any]] = {}
 
     def now(self) -> int:
+        """The simulated time in microseconds: the ``now`` the nodes are given."""
         return self.net.clock.now()
 
 
@@ -196,13 +205,13 @@ def run(seed: int, spec: Spec = Spec()) -> Cluster:
             _edit(c, rng)
         for _ in range(spec.deletes // spec.seconds):
             _delete(c, rng)
-        net.run_for(1_000)
+        net.run_for(US_PER_S)
     net.heal()
     for i, a in enumerate(c.names):
         for b in c.names[i + 1 :]:
             if not net.is_connected(a, b):
                 net.connect(a, b)
-    if not net.run_until_quiet(net.clock.now() + 600_000, QUIET_MS):
+    if not net.run_until_quiet(net.clock.now() + SETTLE_US_MAX, QUIET_US):
         raise AssertionError(f"seed={seed}: the network did not settle: {net.stats()}")
     return c
 
@@ -305,7 +314,7 @@ def check(c: Cluster) -> dict[str, Any]:
     for rep in c.replicas.values():
         totals.update(rep.counters)
     summary["replicas"] = dict(sorted(totals.items()))
-    summary["simulated_s"] = round(c.now() / 1000, 1)
+    summary["simulated_s"] = round(c.now() / US_PER_S, 1)
     return summary
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from gaml.node.cli._common import fail
+from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
-    PartlyCommitted,
     cmd_access_log,
     cmd_forget,
     cmd_get,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gaml.node.cli._common import now_us, open_store, progress, regular_file
+from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.core.api import Memory
 from gaml.node.core.hydrate import Segment, parse_plane
 from gaml.node.core.node import Node, whose
@@ -27,13 +28,15 @@ from gaml.node.home import (
     memory_layers,
 )
 from gaml.node.local import LocalMemory
-from gaml.policy.access import PolicyError, PrincipalKind, UnknownPrincipal
+from gaml.policy.access import PrincipalKind
 from gaml.policy.errors import (
     GamlError,
     InvalidAsset,
     InvalidInput,
     NotFound,
+    PolicyError,
     StoreError,
+    UnknownPrincipal,
 )
 from gaml.policy.model import load_json
 from gaml.proto.convert import asset_to_json, draft_from_json
@@ -146,10 +149,6 @@ def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]
             yield f"{origin}[{i}]", obj
     else:
         yield origin, doc
-
-
-class PartlyCommitted(StoreError):
-    """A failure after part of the work was committed (exit code 4); the message says what was and what was not."""
 
 
 def _put_batches(put: Callable[[list[Any]], list[str]], items: list[Any], batch: int, bar: Any) -> None:

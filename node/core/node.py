@@ -16,15 +16,13 @@ from gaml.node.core.store.store import Store
 from gaml.policy.access import (
     Location,
     Permission,
-    PolicyError,
     Principal,
-    UnknownPrincipal,
     Writable,
     authorize_write,
     decide,
     may_know,
 )
-from gaml.policy.errors import Deleted, InvalidAsset, NotFound
+from gaml.policy.errors import Deleted, InvalidAsset, NotFound, PolicyError, UnknownPrincipal
 from gaml.policy.model import Asset, canonical_json, content_id
 from gaml.policy.partitions import partition_of
 from gaml.policy.redact import redacted_packet

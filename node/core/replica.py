@@ -42,12 +42,13 @@ from typing import Any, Final
 
 from sortedcontainers import SortedDict
 
-from gaml.crdt.doc import AssetDoc, CorruptDoc
-from gaml.crdt.membership import BadRoster, Boundary, Roster
+from gaml.crdt.doc import AssetDoc
+from gaml.crdt.errors import BadObject, BadRoster, CorruptDoc
+from gaml.crdt.membership import Boundary, Roster
 from gaml.crdt.membership import add as roster_add
 from gaml.crdt.membership import create as roster_create
 from gaml.crdt.membership import remove as roster_remove
-from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, object_id, open_object, peek, seal_object
+from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, object_id, open_object, peek, seal_object
 from gaml.node.core.node import Node
 from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Store
 from gaml.policy import crypto

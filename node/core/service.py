@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Result
+from gaml.node.core.errors import RateLimited
 from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import ErasureReceipt, Ladder
@@ -28,37 +29,13 @@ from gaml.node.core.node import Node
 from gaml.node.core.text.parsers import FORMATS, parse
 from gaml.node.core.text.records import Source
 from gaml.node.core.tokens import TokenCounter
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
-from gaml.policy.errors import Deleted, GamlError, InvalidInput
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
+from gaml.policy.errors import Deleted, GamlError, InvalidInput, PolicyError, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 
 MAX_SEARCH_K: Final = 1000
 MAX_LOG_LIMIT: Final = 10_000
 DEFAULT_LOG_LIMIT: Final = 100
-
-
-class RateLimited(GamlError):
-    """The caller made more calls than its rate limit allows; ``retry_after_s`` says when the next one fits."""
-
-    def __init__(self, message: str, retry_after_s: float) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-class TooLarge(GamlError):
-    """A request (or an ingest stream) is over the caller's size limit."""
-
-
-class DeadlineExceeded(GamlError):
-    """The call's deadline passed before the node started its work (nothing was done)."""
-
-
-class Unauthenticated(GamlError):
-    """The caller presented no identity this node accepts (or a revoked one)."""
-
-
-class Unavailable(GamlError):
-    """The node is shutting down, or no daemon answers."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -481,14 +458,9 @@ class MemoryService:
 
 
 __all__ = [
-    "DeadlineExceeded",
     "IngestFile",
     "Limit",
     "Limits",
     "MemoryService",
-    "RateLimited",
     "RateLimiter",
-    "TooLarge",
-    "Unauthenticated",
-    "Unavailable",
 ]

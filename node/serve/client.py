@@ -31,18 +31,12 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from gaml.node.core.api import GetOptions, GrantOptions, Hit, HydrateOptions, SearchOptions, Status
+from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
-from gaml.node.core.service import (
-    MAX_SEARCH_K,
-    DeadlineExceeded,
-    IngestFile,
-    RateLimited,
-    TooLarge,
-    Unauthenticated,
-    Unavailable,
-)
-from gaml.policy.access import Grant, Location, Permission, PolicyError, UnknownPrincipal
+from gaml.node.core.service import MAX_SEARCH_K, IngestFile
+from gaml.node.serve.errors import TlsRefused
+from gaml.policy.access import Grant, Location, Permission
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -52,9 +46,11 @@ from gaml.policy.errors import (
     InvalidInput,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    UnknownPrincipal,
 )
 from gaml.policy.model import Asset, Level, freeze_json, thaw_json
 from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
@@ -140,10 +136,6 @@ def _listens(address: str, timeout_s: float = 2.0) -> bool:
             return True
     except (OSError, ValueError):
         return False
-
-
-class TlsRefused(Unauthenticated, Unavailable):
-    """The mutual-TLS handshake failed (a refused or untrusted certificate): the node answered, and said no."""
 
 
 # What gRPC's connectivity errors say when the TLS handshake, not the network, failed.

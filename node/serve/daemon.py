@@ -63,15 +63,12 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from gaml.node.core.api import VERSION
+from gaml.node.core.errors import DeadlineExceeded, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.replica import Replica
 from gaml.node.core.service import (
-    DeadlineExceeded,
     Limits,
     MemoryService,
     RateLimiter,
-    TooLarge,
-    Unauthenticated,
-    Unavailable,
 )
 from gaml.node.core.tokens import TokenCounter
 from gaml.node.home import check_home, local_principal, make_counter, memory_layers, open_node, read_config

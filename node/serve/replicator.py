@@ -28,7 +28,8 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from gaml.crdt.p2p import NotConnected, P2PError, P2PHost, SendQueueFull
+from gaml.crdt.errors import NotConnected, P2PError, SendQueueFull
+from gaml.crdt.p2p import P2PHost
 from gaml.crdt.sync import Sync
 from gaml.node.core.replica import Replica
 from gaml.node.shells.files import read_sealed_json, write_sealed_json

@@ -24,17 +24,13 @@ from google.protobuf.struct_pb2 import Struct
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.hydrate import Segment, Walk
 from gaml.node.core.service import (
-    DeadlineExceeded,
     IngestFile,
     MemoryService,
-    RateLimited,
-    TooLarge,
-    Unauthenticated,
-    Unavailable,
 )
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, UnknownPrincipal
+from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -44,9 +40,11 @@ from gaml.policy.errors import (
     InvalidInput,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreClosed,
     StoreCorrupt,
     StoreError,
+    UnknownPrincipal,
 )
 from gaml.policy.model import MAX_PAYLOAD_DEPTH, AssetType, Level, PrivacyScope, ReplicationPolicy, nests_deeper
 from gaml.proto.convert import asset_to_pb, draft_from_json

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from gaml.node.core.memory.curate import SUMMARY_CHARS_MIN, ExtractiveCurator, bound, clip, flat
+from gaml.node.shells.errors import CurationError
 
 SYSTEM_PROMPT: Final = (
     "You summarize an excerpt of a conversation or agent session for a memory system. "
@@ -38,10 +39,6 @@ SYSTEM_PROMPT: Final = (
 TEXT_CHARS_MAX: Final = 1500  # of one text sent to the model (head and tail kept)
 PROMPT_CHARS_MAX: Final = 12000  # of all texts together
 RESPONSE_BYTES_MAX: Final = 1 << 20
-
-
-class CurationError(Exception):
-    """The endpoint's answer is unusable (wrong shape or empty)."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -138,4 +135,4 @@ class OpenAICompatibleCurator:
         return clip(text, limit)
 
 
-__all__ = ["SYSTEM_PROMPT", "CurationError", "OpenAICompatibleCurator"]
+__all__ = ["SYSTEM_PROMPT", "OpenAICompatibleCurator"]

@@ -10,7 +10,8 @@ from automerge.core import ROOT, Document, ObjType, ScalarType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaml.crdt.doc import AssetDoc, CorruptDoc
+from gaml.crdt.doc import AssetDoc
+from gaml.crdt.errors import CorruptDoc
 from gaml.policy.errors import GamlError, InvalidAsset
 from gaml.policy.model import Asset, AssetType, canonical_json, content_id
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gaml.crdt import membership
-from gaml.crdt.membership import BadRoster, Boundary, Member, Roster, RosterRefused
+from gaml.crdt.errors import BadRoster, RosterRefused
+from gaml.crdt.membership import Boundary, Member, Roster
 from gaml.policy import crypto
 from gaml.policy.errors import DecryptionFailed, GamlError, InvalidInput
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from gaml.crdt import membership, objects
 from gaml.crdt.doc import AssetDoc
-from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, Opened, object_id, open_object, peek, seal_object
+from gaml.crdt.errors import BadObject
+from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, Opened, object_id, open_object, peek, seal_object
 from gaml.policy import crypto
 from gaml.policy.errors import InvalidInput
 

@@ -31,18 +31,12 @@ from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTr
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 
+from gaml.crdt.errors import BadAddress, BadIdentity, DialFailed, FrameTooLarge, NotConnected, P2PError, SendQueueFull
 from gaml.crdt.p2p import (
     MAX_FRAME_BYTES,
     PROTOCOL,
     Backoff,
-    BadAddress,
-    BadIdentity,
-    DialFailed,
-    FrameTooLarge,
-    NotConnected,
-    P2PError,
     P2PHost,
-    SendQueueFull,
     node_id_of,
     peer_id_of,
 )

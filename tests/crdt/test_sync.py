@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gaml.crdt import wire
-from gaml.crdt.sync import BACKOFF_MAX, PeerStats, Sync, SyncError, object_id
+from gaml.crdt.errors import SyncError
+from gaml.crdt.sync import BACKOFF_MAX, PeerStats, Sync, object_id
 from gaml.policy.crypto import SeededEntropy
 from gaml.policy.errors import GamlError
-from gaml.simulations.net import SimNetwork
+from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
 
-RETRY = 1_000  # ms
+RETRY = US_PER_S  # the engines' retry interval, in the unit of now (microseconds)
 QUIET = (2**BACKOFF_MAX + 2) * RETRY  # longer than the longest pause between retries
 X = b"X" * 16  # boundary ids
 Y = b"Y" * 16
@@ -189,7 +190,7 @@ class Cluster:
 
 
 def quiet_net(seed: int = 0, **faults: object) -> SimNetwork:
-    return SimNetwork(seed, delay=(1, 1), record=True, **faults)  # type: ignore[arg-type]
+    return SimNetwork(seed, delay_us=(US_PER_MS, US_PER_MS), record=True, **faults)  # type: ignore[arg-type]
 
 
 def kinds(frames: Iterable[bytes]) -> set[str]:
@@ -214,7 +215,7 @@ def test_two_nodes_converge_and_send_each_object_once() -> None:
     for p in payloads(200, "b", rng):
         c.replicas["b"].write(X, p)
     c.net.connect("a", "b")
-    assert c.net.run_until_quiet(60_000, QUIET)
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
     a, b = c.replicas["a"], c.replicas["b"]
     assert a.held(X) == b.held(X) and len(a.held(X)) == 500
     assert a.duplicates == b.duplicates == 0
@@ -244,7 +245,7 @@ def test_initial_sync_wire_bytes_are_close_to_the_object_bytes() -> None:
     for p in objects:
         c.replicas["a"].write(X, p)
     c.net.connect("a", "b")
-    assert c.net.run_until_quiet(60_000, QUIET)
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
     assert len(c.replicas["b"].held(X)) == 1000
     wire_bytes = c.net.stats().bytes_delivered
     object_bytes = sum(16 + len(p) for p in objects)
@@ -260,7 +261,7 @@ def test_send_frames_respect_max_send_bytes() -> None:
     for p in [*payloads(40, "a", rng), b"big" + rng.randbytes(9_000)]:
         c.replicas["a"].write(X, p)
     c.net.connect("a", "b")
-    assert c.net.run_until_quiet(60_000, QUIET)
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
     assert len(c.replicas["b"].held(X)) == 41
     sends = [wire.decode(f) for _, _, f in c.nodes["b"].got if wire.decode(f).type == "send"]
     frames = [(len(wire.encode(m)), m) for m in sends]
@@ -280,12 +281,12 @@ def test_three_nodes_in_a_line_forward_through_the_middle() -> None:
         c.replicas["c"].write(X, p)
     c.net.connect("a", "b")
     c.net.connect("b", "c")
-    assert c.net.run_until_quiet(60_000, QUIET)
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
     held = {n: r.held(X) for n, r in c.replicas.items()}
     assert held["a"] == held["b"] == held["c"] and len(held["a"]) == 150
     # live changes are announced too: a new object at A reaches C
     new = c.replicas["a"].write(X, b"late")
-    assert c.net.run_until_quiet(c.net.clock.now() + 60_000, QUIET)
+    assert c.net.run_until_quiet(c.net.clock.now() + 60 * US_PER_S, QUIET)
     assert new in c.replicas["c"].store
 
 
@@ -298,7 +299,7 @@ def test_a_new_member_is_admitted_by_the_roster_it_carries() -> None:
     c.replicas["a"].write(X, b"from a")
     c.replicas["b"].write(X, b"from b")
     c.net.connect("a", "b")
-    assert c.net.run_until_quiet(60_000, QUIET)
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
     assert c.replicas["a"].rosters[X][0] == 2
     assert len(c.replicas["a"].held(X)) == len(c.replicas["b"].held(X)) == 2
 
@@ -320,7 +321,7 @@ def test_a_removed_node_hears_no_object_id_and_gets_no_object() -> None:
     c.replicas["n"].write(X, b"n's")
     for pair in (("a", "b"), ("a", "n"), ("b", "n")):
         c.net.connect(*pair)
-    c.net.run_until(30_000)
+    c.net.run_until(30 * US_PER_S)
     assert len(c.replicas["b"].held(X)) == 31
     assert c.replicas["n"].held(X) == {oid(X + b"n's")}
     got = [f for _, _, f in c.nodes["n"].got]
@@ -340,7 +341,7 @@ def test_an_outsider_gets_only_hello_and_tags_that_change_every_session() -> Non
     sessions = []
     for _ in range(3):
         c.net.connect("a", "o")
-        c.net.run_for(5_000)
+        c.net.run_for(5 * US_PER_S)
         got = [wire.decode(f) for _, _, f in c.nodes["o"].got]
         c.nodes["o"].got.clear()
         assert {m.type for m in got} == {"hello", "tags"}
@@ -377,7 +378,7 @@ def test_removal_mid_sync_stops_delivery_at_once() -> None:
     }
     c.roster(X, ["a", "b"], ["a", "b"])
     c.replicas["c"].write(X, b"c after removal")
-    c.net.run_until(removed_at + 30_000)
+    c.net.run_until(removed_at + 30 * US_PER_S)
     for name in ("a", "b"):
         late = [f for _, peer, f in c.nodes[name].sent[sent_before[name] :] if peer == "c"]
         assert kinds(late) <= {"hello", "tags"}, name
@@ -409,7 +410,7 @@ def test_resumes_from_the_cursor_after_a_disconnect() -> None:
     acked = set(c.replicas["a"].logs[X][:cursor])
     reconnected_at = c.net.clock.now()
     c.net.connect("a", "b")
-    assert c.net.run_until_quiet(120_000, QUIET)
+    assert c.net.run_until_quiet(120 * US_PER_S, QUIET)
     assert c.replicas["b"].held(X) == c.replicas["a"].held(X) and len(c.replicas["b"].held(X)) == 400
     assert c.replicas["b"].duplicates == 0
     later = [wire.decode(f) for t, peer, f in c.nodes["a"].sent if peer == "b" and t >= reconnected_at]
@@ -445,7 +446,7 @@ def test_random_frames_never_raise_and_change_nothing(junk: list[bytes]) -> None
             c.nodes[name].sync.received(peer, frame, now)
             c.nodes[name].sync.received("stranger", frame, now)
     assert {n: r.snapshot() for n, r in c.replicas.items()} == before
-    assert c.net.run_until_quiet(120_000, QUIET)
+    assert c.net.run_until_quiet(120 * US_PER_S, QUIET)
     assert c.replicas["b"].held(X) == c.replicas["a"].held(X)
 
 
@@ -454,7 +455,7 @@ def test_truncated_and_replayed_frames_are_harmless() -> None:
     raise; prefixes are counted as bad frames or refused rosters; the replica never takes an object it did not ask
     for, and a new session still completes."""
     c = mid_sync(1)
-    assert c.net.run_until_quiet(120_000, QUIET)
+    assert c.net.run_until_quiet(120 * US_PER_S, QUIET)
     frames = [(peer, f) for _, peer, f in c.nodes["b"].got]
     b = c.nodes["b"].sync
     before = c.stats("b", "a")
@@ -472,7 +473,7 @@ def test_truncated_and_replayed_frames_are_harmless() -> None:
         for effect_peer, effect in b.received(peer, frame, c.net.clock.now()):
             c.net.send("b", effect_peer, effect)
     assert c.replicas["b"].duplicates == 0
-    assert c.net.run_until_quiet(c.net.clock.now() + 120_000, QUIET)
+    assert c.net.run_until_quiet(c.net.clock.now() + 120 * US_PER_S, QUIET)
     assert oid(X + b"new") in c.replicas["b"].store
     assert c.replicas["b"].duplicates == 0
 
@@ -480,7 +481,7 @@ def test_truncated_and_replayed_frames_are_harmless() -> None:
 def test_objects_nobody_asked_for_are_dropped() -> None:
     """A Send on an open boundary carrying objects that were not needed is not passed to the replica."""
     c = mid_sync(2)
-    assert c.net.run_until_quiet(120_000, QUIET)
+    assert c.net.run_until_quiet(120 * US_PER_S, QUIET)
     b = c.nodes["b"].sync
     link_tag = next(
         m.tag for _, _, f in c.nodes["b"].got if isinstance(m := wire.decode(f), wire.Have | wire.Send | wire.Roster)
@@ -510,7 +511,7 @@ def test_misconfiguration_and_a_broken_replica_are_typed_errors() -> None:
     c.roster(X, ["a", "b"], ["a", "b"])
     c.net.connect("a", "b")
     with pytest.raises(SyncError, match="contract"):
-        c.net.run_until(10_000)
+        c.net.run_until(10 * US_PER_S)
 
 
 # -- a faulty network ----------------------------------------------------------------------------------------------
@@ -520,7 +521,9 @@ def simulate(seed: int) -> tuple[Cluster, dict[bytes, set[bytes]], dict[bytes, s
     """10 nodes, X = n0..n5, Y = n4..n9, full mesh; writes over 20 s with drops, duplicates, reordering, delays, a
     partition from 5 s to 12 s and three connections down from 8 s to 10 s; then a liveness phase."""
     rng = random.Random(seed)
-    net = SimNetwork(seed, drop=0.05, duplicate=0.05, reorder=0.1, delay=(1, 40), tick_every=100)
+    net = SimNetwork(
+        seed, drop=0.05, duplicate=0.05, reorder=0.1, delay_us=(1 * US_PER_MS, 40 * US_PER_MS), tick_us=100 * US_PER_MS
+    )
     c = Cluster(net, batch=16, max_send_bytes=8_000)
     names = [f"n{i}" for i in range(10)]
     c.add(*names)
@@ -546,9 +549,9 @@ def simulate(seed: int) -> tuple[Cluster, dict[bytes, set[bytes]], dict[bytes, s
             bid = rng.choice((X, Y))
             writer = rng.choice(sorted(members[bid]))
             written[bid].add(c.replicas[writer].write(bid, f"{writer}@{second}/".encode() + rng.randbytes(40)))
-        net.run_for(1_000)
-    quiet = net.run_until_quiet(net.clock.now() + 120_000, QUIET)
-    assert quiet, f"seed={seed}: still busy at {net.clock.now()} ms: {net.stats()}"
+        net.run_for(US_PER_S)
+    quiet = net.run_until_quiet(net.clock.now() + 120 * US_PER_S, QUIET)
+    assert quiet, f"seed={seed}: still busy at {net.clock.now()} µs: {net.stats()}"
     return c, written, members
 
 
@@ -586,7 +589,7 @@ def test_a_harsh_network_with_a_member_removed_midway(seed: int) -> None:
     frames, a partition, and n0 removed from X midway: members converge to one set holding everything the remaining
     members wrote, non-members hold nothing, and n0 gets nothing written after its removal."""
     rng = random.Random(seed)
-    net = SimNetwork(seed, drop=0.2, duplicate=0.2, reorder=0.3, delay=(1, 200))
+    net = SimNetwork(seed, drop=0.2, duplicate=0.2, reorder=0.3, delay_us=(1 * US_PER_MS, 200 * US_PER_MS))
     c = Cluster(net, batch=rng.choice([1, 4, 16]), max_send_bytes=rng.choice([1_100, 3_000, 100_000]))
     names = [f"n{i}" for i in range(8)]
     c.add(*names)
@@ -622,7 +625,7 @@ def test_a_harsh_network_with_a_member_removed_midway(seed: int) -> None:
                 by_n0.add(new)
             if bid == X and second >= 8:
                 late.add(new)
-        net.run_for(1_000)
+        net.run_for(US_PER_S)
     expected = {bid: written[bid] - by_n0 for bid in written}  # what n0 wrote may not have left it before removal
 
     def converged() -> bool:
@@ -632,11 +635,13 @@ def test_a_harsh_network_with_a_member_removed_midway(seed: int) -> None:
             for n in group
         )
 
-    deadline = net.clock.now() + 300_000  # n0 keeps offering to peers that refuse it: the network never goes quiet
+    deadline = (
+        net.clock.now() + 300 * US_PER_S
+    )  # n0 keeps offering to peers that refuse it: the network never goes quiet
     while not converged() and net.clock.now() < deadline:
-        net.run_for(5_000)
+        net.run_for(5 * US_PER_S)
     sizes = {bid: {n: len(c.replicas[n].held(bid)) for n in sorted(g)} for bid, g in members.items()}
-    assert converged(), f"seed={seed}: members have not converged by {net.clock.now()} ms: {sizes}"
+    assert converged(), f"seed={seed}: members have not converged by {net.clock.now()} µs: {sizes}"
     for bid, group in members.items():
         for name in set(names) - group - {"n0"}:
             assert not c.replicas[name].held(bid), f"seed={seed}: non-member {name} holds objects of {bid!r}"

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gaml.crdt import wire
-from gaml.crdt.wire import Ack, BadMessage, Have, Hello, Need, Roster, Send, Tags
+from gaml.crdt.errors import BadMessage
+from gaml.crdt.wire import Ack, Have, Hello, Need, Roster, Send, Tags
 from gaml.policy.errors import GamlError
 
 SETTINGS = settings(derandomize=True, max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -35,15 +35,14 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from grpc_status import rpc_status
 
 from gaml.node.core.embed import HashEmbedder
-from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.text.parsers import parse
 from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import Daemon, info_path
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
-from gaml.policy.access import PolicyError, UnknownPrincipal
-from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound
+from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound, PolicyError, UnknownPrincipal
 from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
     LOCAL,

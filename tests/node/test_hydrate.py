@@ -21,8 +21,8 @@ from gaml.node.core.node import Node
 from gaml.node.core.text import envelope, parsers
 from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter
-from gaml.policy.access import Grant, Permission, Principal, UnknownPrincipal
-from gaml.policy.errors import GamlError, InvalidInput
+from gaml.policy.access import Grant, Permission, Principal
+from gaml.policy.errors import GamlError, InvalidInput, UnknownPrincipal
 from gaml.policy.model import Level
 from tests.node.conftest import NOW, World, memory_world, rocks_world
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from gaml.crdt.objects import BadObject, open_object, seal_object
+from gaml.crdt.errors import BadObject
+from gaml.crdt.objects import open_object, seal_object
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.replica import Replica, record_of

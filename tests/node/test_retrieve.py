@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from gaml.node.core.access.retrieve import SearchRequest
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.node import Node
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, UnknownPrincipal
-from gaml.policy.errors import InvalidInput
+from gaml.policy.access import Grant, Location, Permission, Principal
+from gaml.policy.errors import InvalidInput, PolicyError, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, Retention
 from tests.node.conftest import NOW, memory_world
 from tests.policy.test_access import oracle

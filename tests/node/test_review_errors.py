@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from gaml.node.core.service import Unauthenticated
+from gaml.node.core.errors import Unauthenticated
 from gaml.node.serve.client import Client
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy import crypto

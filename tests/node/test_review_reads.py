@@ -22,8 +22,7 @@ import grpc
 import pytest
 
 from gaml.node.serve.client import Client
-from gaml.policy.access import PolicyError
-from gaml.policy.errors import NotFound
+from gaml.policy.errors import NotFound, PolicyError
 from tests.node.cli_util import cli_home, run_cli
 from tests.node.daemon_util import Home, make_home, mtls_client, remove_home, thread_daemon, unix_client
 

@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 import pytest
 
-from gaml.node.core.service import TooLarge
+from gaml.node.core.errors import TooLarge
 from gaml.policy.errors import InvalidAsset, StoreError
 from gaml.proto.gaml.v1 import memory_pb2
 from tests.node.daemon_util import (

@@ -14,14 +14,13 @@ from gaml.policy.access import (
     Grant,
     Location,
     Permission,
-    PolicyError,
     Principal,
     at_least_as_restrictive,
     decide,
     declassify,
     inherit,
 )
-from gaml.policy.errors import InvalidAsset
+from gaml.policy.errors import InvalidAsset, PolicyError
 from gaml.policy.model import (
     Asset,
     ExportPolicy,

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gaml.policy.errors import RedactionRefused
 from gaml.policy.model import (
     Asset,
     Creator,
@@ -35,7 +36,6 @@ from gaml.policy.redact import (
     PLACEHOLDERS,
     Finding,
     JsonFinding,
-    RedactionRefused,
     luhn_ok,
     redact_json,
     redact_text,

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from gaml.node.core.embed import HashEmbedder
 from gaml.policy.access import (
-    PolicyError,
     Principal,
     PrincipalKind,
     WriteTarget,
     authorize_write,
 )
+from gaml.policy.errors import PolicyError
 from gaml.policy.model import PrivacyScope
 from tests.node.service_util import dump, service_node
 

@@ -7,9 +7,9 @@ import grpc
 import pytest
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
-from gaml.node.core.service import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.serve import servicer
-from gaml.policy.access import Location, Permission, PolicyError, UnknownPrincipal
+from gaml.policy.access import Location, Permission
 from gaml.policy.errors import (
     BadSignature,
     Deleted,
@@ -17,9 +17,11 @@ from gaml.policy.errors import (
     InvalidInput,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreClosed,
     StoreCorrupt,
     UnknownEnumValue,
+    UnknownPrincipal,
 )
 from gaml.policy.model import AssetType, Level, PrivacyScope
 from gaml.proto.convert import draft_from_json, draft_pb_from_json

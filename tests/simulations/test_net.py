@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gaml.simulations.net import SimClock, SimNetwork
+from gaml.simulations.net import US_PER_MS, US_PER_S, SimClock, SimNetwork
 
 
 class Echo:
@@ -54,22 +54,22 @@ def test_clock_moves_forward_only() -> None:
 
 def test_connect_greets_both_ends_and_frames_arrive_in_order_without_faults() -> None:
     """connect calls connected on both ends; with a fixed delay and no faults, frames arrive in order."""
-    net, a, b = pair(delay=(3, 3))
+    net, a, b = pair(delay_us=(3 * US_PER_MS, 3 * US_PER_MS))
     for i in range(5):
         net.send("a", "b", b"ping%d" % i)
-    net.run_until_quiet(1_000, quiet_for=50)
+    net.run_until_quiet(US_PER_S, quiet_for_us=50 * US_PER_MS)
     assert a.events == ["up b"] and b.events == ["up a"]
     assert frames(b) == [b"hi"] + [b"ping%d" % i for i in range(5)]
     assert frames(a) == [b"hi"] + [b"pong%d" % i for i in range(5)]
-    assert all(t % 3 == 0 for t, _, _ in b.got)
+    assert all(t % (3 * US_PER_MS) == 0 for t, _, _ in b.got)
 
 
 def run_faulty(seed: int) -> tuple[SimNetwork, Echo, Echo]:
-    net, a, b = pair(seed, drop=0.2, duplicate=0.2, reorder=0.3, delay=(1, 30))
+    net, a, b = pair(seed, drop=0.2, duplicate=0.2, reorder=0.3, delay_us=(1 * US_PER_MS, 30 * US_PER_MS))
     for i in range(300):
         net.send("a", "b", b"ping%03d" % i)
-        net.run_for(2)
-    net.run_until_quiet(100_000, quiet_for=200)
+        net.run_for(2 * US_PER_MS)
+    net.run_until_quiet(100 * US_PER_S, quiet_for_us=200 * US_PER_MS)
     return net, a, b
 
 
@@ -99,46 +99,46 @@ def test_faults_happen_at_about_their_rates() -> None:
 def test_partition_blocks_and_heal_delivers() -> None:
     """Across a partition nothing arrives (not even frames already in flight); within a group all does; after heal,
     frames go through again."""
-    net = SimNetwork(0, delay=(5, 5))
+    net = SimNetwork(0, delay_us=(5 * US_PER_MS, 5 * US_PER_MS))
     ends = {n: Echo() for n in "abc"}
     for n, e in ends.items():
         net.add(n, e)
     net.connect("a", "b")
     net.connect("a", "c")
-    net.run_for(10)
+    net.run_for(10 * US_PER_MS)
     net.send("a", "b", b"in flight")
     net.partition([["a", "c"], ["b"]])
     net.send("a", "b", b"blocked")
     net.send("a", "c", b"same side")
-    net.run_for(100)
+    net.run_for(100 * US_PER_MS)
     assert frames(ends["b"]) == [b"hi"] and frames(ends["c"])[-1] == b"same side"
     assert net.stats().partitioned == 2
     net.heal()
     net.send("a", "b", b"healed")
-    net.run_for(100)
+    net.run_for(100 * US_PER_MS)
     assert frames(ends["b"]) == [b"hi", b"healed"]
 
 
 def test_an_endpoint_in_no_group_is_cut_off() -> None:
     """partition() isolates endpoints it does not name."""
     net, a, b = pair()
-    net.run_for(50)
+    net.run_for(50 * US_PER_MS)
     net.partition([["a"]])
     net.send("a", "b", b"x")
     net.send("b", "a", b"y")
-    net.run_for(50)
+    net.run_for(50 * US_PER_MS)
     assert frames(a) == frames(b) == [b"hi"]
 
 
 def test_disconnect_loses_frames_in_flight_and_never_delivers_them_into_a_new_connection() -> None:
     """Frames sent on a connection die with it; a reconnection starts clean; unconnected sends are counted."""
-    net, a, b = pair(delay=(10, 10))
-    net.run_for(20)
+    net, a, b = pair(delay_us=(10 * US_PER_MS, 10 * US_PER_MS))
+    net.run_for(20 * US_PER_MS)
     net.send("a", "b", b"old")
     net.disconnect("a", "b")
     net.connect("a", "b")
     net.send("a", "b", b"new")
-    net.run_for(50)
+    net.run_for(50 * US_PER_MS)
     assert frames(b) == [b"hi", b"hi", b"new"]
     assert a.events == ["up b", "down b", "up b"]
     net.disconnect("a", "b")
@@ -148,33 +148,33 @@ def test_disconnect_loses_frames_in_flight_and_never_delivers_them_into_a_new_co
 
 
 def test_ticks_run_on_schedule_in_name_order() -> None:
-    """Every tick_every, each endpoint's tick runs, at that exact time."""
-    net, a, b = pair(tick_every=25)
-    net.run_until(100)
-    assert a.ticks == b.ticks == [25, 50, 75, 100]
-    assert net.clock.now() == 100
+    """Every tick_us, each endpoint's tick runs, at that exact time (in microseconds)."""
+    net, a, b = pair(tick_us=25 * US_PER_MS)
+    net.run_until(100 * US_PER_MS)
+    assert a.ticks == b.ticks == [25_000, 50_000, 75_000, 100_000]
+    assert net.clock.now() == 100 * US_PER_MS
 
 
 def test_run_until_quiet_reports_quiet_or_timeout() -> None:
-    """run_until_quiet is True once nothing moved for quiet_for, False if max_time comes first."""
+    """run_until_quiet is True once nothing moved for quiet_for_us, False if max_time_us comes first."""
 
     class Chatty(Echo):
         def tick(self, now: int) -> list[tuple[str, bytes]]:
             return [("a", b"chat")]
 
     net, _, _ = pair()
-    assert net.run_until_quiet(10_000, quiet_for=500)
+    assert net.run_until_quiet(10 * US_PER_S, quiet_for_us=500 * US_PER_MS)
     net2 = SimNetwork(0)
     net2.add("a", Echo())
     net2.add("b", Chatty())
     net2.connect("a", "b")
-    assert not net2.run_until_quiet(2_000, quiet_for=500)
-    assert net2.clock.now() >= 2_000
+    assert not net2.run_until_quiet(2 * US_PER_S, quiet_for_us=500 * US_PER_MS)
+    assert net2.clock.now() >= 2 * US_PER_S
 
 
 def test_bad_arguments_are_refused() -> None:
     """Probabilities outside [0, 1), inverted delays and unknown endpoints raise ValueError."""
-    for kwargs in ({"drop": 1.0}, {"duplicate": -0.1}, {"delay": (5, 1)}, {"tick_every": 0}):
+    for kwargs in ({"drop": 1.0}, {"duplicate": -0.1}, {"delay_us": (5_000, 1_000)}, {"tick_us": 0}):
         with pytest.raises(ValueError):
             SimNetwork(0, **kwargs)
     net, _, _ = pair()

@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from gaml.node.core.store.kv import Put, pack, prefix_end
 from gaml.node.core.store.store import Store
-from gaml.policy.access import Grant, Location, Permission, PolicyError, Principal, PrincipalKind, UnknownPrincipal
-from gaml.policy.errors import InvalidInput, NotFound
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
+from gaml.policy.errors import InvalidInput, NotFound, PolicyError, UnknownPrincipal
 
 PRINCIPAL_PREFIX: Final = b"principal/"
 GRANT_PREFIX: Final = b"grant/"
