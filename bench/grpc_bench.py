@@ -20,7 +20,7 @@ Measured, in this order, so that every ``Hydrate`` sees the same N assets:
 1. in-process: the node opened and ``node.service.MemoryService`` built exactly as ``Daemon._open`` builds it
    (``open_node`` + ``memory_layers`` + ``MemoryService``); ``service.hydrate(alice, goal, budget, now)`` for
    ``--goals`` seeded goals after ``--warmup`` untimed ones. The node is then closed (checkpoint).
-2. the daemon as a child process (``python -m node.cli --home H run``, unlocked by ``GAML_KEYCHAIN_KEY``; with mTLS
+2. the daemon as a child process (``python -m gaml.node.cli --home H run``, unlocked by ``GAML_KEYCHAIN_KEY``; with mTLS
    also ``--listen 127.0.0.1:0`` after ``node.certs.init_ca`` + ``issue_client`` for alice), per transport
    (``Client.unix``, ``Client.mtls``): the gRPC round-trip floor (standard health ``Check``: gate, TLS and gRPC, no
    core call), then ``Client.hydrate`` for the same goals (same warm-up).
@@ -826,7 +826,8 @@ def render(R: dict[str, Any]) -> str:
         f"({F['s_per_1000']:.2f} s per 1,000 assets), then `Node.checkpoint()` (index build + {F['snapshots']} "
         f"snapshots) {F['checkpoint_s']:.1f} s ({F['checkpoint_s_per_1000']:.2f} s per 1,000). Rate limit lifted "
         f"for the run ({D['rate_limit']['calls_per_second']:,.0f} calls/s). The daemon (a child process, "
-        f"`python -m node.cli run`) served after {dm['startup_s']:.1f} s and saw {dm['status']['assets']:,} assets.",
+        f"`python -m gaml.node.cli run`) served after {dm['startup_s']:.1f} s and saw "
+        f"{dm['status']['assets']:,} assets.",
         "",
         f"Hydrate: {A['goals']} seeded goals (+{A['warmup']} warm-up) per path, budget {A['budget']} tokens, the same "
         f"goals on every path, before any measured put. Put: {A['puts']} single-draft calls, {A['batches']} calls of "

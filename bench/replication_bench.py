@@ -17,7 +17,7 @@ tick). A copy of B's home is kept for the in-process references below.
 
 Measured:
 
-1. **Initial sync.** A's daemon (a child process, ``python -m node.cli run --p2p /ip4/127.0.0.1/tcp/0``) is started
+1. **Initial sync.** A's daemon (a child process, ``python -m gaml.node.cli run --p2p /ip4/127.0.0.1/tcp/0``) is started
    and serving; then B's daemon is started with ``--peer`` = A's multiaddr rewritten to a TCP forwarding proxy of this
    process (127.0.0.1, its own port, A's ``/p2p/<peer id>``), so every byte between the two nodes passes through the
    proxy, which counts and timestamps each read. The sync time runs from the proxy's first byte (the connection) to
@@ -1223,7 +1223,8 @@ def render(R: dict[str, Any]) -> str:
         f"daemon ran (`Node.put`, batches of {BATCH}: {F['put_s']:.2f} s, {F['put_per_s']:,.0f}/s), and A's replica "
         f"sealed one snapshot object each (`Replica.pump`: {F['pump_s']:.2f} s, {F['pump_per_s']:,.0f}/s; objects "
         f"{F['object_bytes_min']}–{F['object_bytes_max']} B, mean {F['object_bytes_mean']:.0f} B, of which the "
-        f"Automerge document {F['doc_bytes_mean']:.0f} B). Each daemon is a child process (`python -m node.cli run`); "
+        f"Automerge document {F['doc_bytes_mean']:.0f} B). Each daemon is a child process "
+        "(`python -m gaml.node.cli run`); "
         f"B dials A through a TCP proxy of the benchmark that counts and timestamps every byte.",
         "",
         "| measure | value | reference (same run) | ratio |",

@@ -46,8 +46,8 @@ class LocalMemory:
         return self._caller
 
     def status(self) -> Status:
-        st = self.service.status()
         who = self._caller
+        st = self.service.status(who)
         return Status(
             version=VERSION,
             principal=who.id if who else "",
@@ -57,6 +57,9 @@ class LocalMemory:
             calls=None,
             **st,
         )
+
+    def user(self) -> str:
+        return self._caller.user if self._caller is not None else ""
 
     def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
         fields = []

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gaml.node.cli._common import now_us, open_store, progress, regular_file
 from gaml.node.cli.errors import PartlyCommitted
@@ -41,6 +41,9 @@ from gaml.policy.errors import (
 from gaml.policy.model import load_json
 from gaml.proto.convert import asset_to_json, draft_from_json
 
+if TYPE_CHECKING:
+    from gaml.node.serve.client import RemoteMemory
+
 
 def _daemon(args: argparse.Namespace) -> Any:
     """A client of the daemon serving ``--home`` (over its Unix socket), or ``None`` when none runs.
@@ -65,12 +68,12 @@ def _daemon(args: argparse.Namespace) -> Any:
     return client
 
 
-def _as_daemon_caller(client: Any, given: str | None) -> None:
+def _as_daemon_caller(memory: RemoteMemory, given: str | None) -> None:
     """Over the socket you are your uid's principal: ``--as`` may only name that principal."""
-    from gaml.node.serve.client import RemoteMemory
-
-    me = RemoteMemory(client).status().principal
-    if given and given != me:
+    if not given:
+        return
+    me = memory.status().principal
+    if given != me:
         raise PolicyError(
             f"a daemon serves this home, and over its socket you are {me}; acting as {given} needs {given}'s own "
             "client certificate (gaml certs issue) over TCP with mutual TLS"
@@ -84,20 +87,26 @@ def _memory(
     *,
     need: str = "",
     default: Callable[[Node], str | None] | None = None,
-    writer: bool = False,
+    optional: bool = False,
+    owner: bool = False,
     checkpoint: bool = True,
 ) -> Iterator[Memory]:
     """The memory of ``--home`` as the caller sees it, one interface whichever door answers: the running daemon's
     (over its socket, where you are your uid's principal and ``--as`` may only name you), else the store's, as
-    ``--as`` (else ``default(node)``; ``need``: the refusal when neither names anyone). ``writer``: an owner the node
-    has not registered yet may write its own memory (a new user principal, as `gaml ingest --owner` creates)."""
+    ``--as``, else ``default(node)``.
+
+    ``need``: the refusal when neither names anyone. ``optional``: a default naming no registered principal leaves
+    the caller unnamed (the holder of the keys) instead of failing. ``owner``: the name is whose memory this is, and
+    an owner the node has not registered yet may write its own memory (a new user principal, as `gaml ingest
+    --owner` creates); a principal that acts for another user is refused, as its writes would be that user's."""
     client = _daemon(args)
     if client is not None:
         from gaml.node.serve.client import RemoteMemory
 
         with client:
-            _as_daemon_caller(client, as_)
-            yield RemoteMemory(client)
+            remote = RemoteMemory(client)
+            _as_daemon_caller(remote, as_)
+            yield remote
         return
     if need and not as_ and default is None:
         raise PolicyError(need)
@@ -106,16 +115,17 @@ def _memory(
         if need and not name:
             raise PolicyError(need)
         caller = None
-        if name and writer:
+        if name and owner:
             caller = node.writer(name)[0]
+            if caller.user != name:
+                raise PolicyError(f"{caller.id} writes {caller.user}'s memory, not {name}'s")
         elif name:
             try:
                 caller = node.governance.principal(name)
             except UnknownPrincipal:
-                if as_:
+                if not optional:
                     raise
-        ingestor, ladder = memory_layers(args.home, node)
-        service = MemoryService(node, ingestor, ladder, make_counter)
+        service = MemoryService(node, None, None, make_counter, layers=lambda: memory_layers(args.home, node))
         yield LocalMemory(service, caller, now_us, progress=_stage)
 
 
@@ -230,7 +240,7 @@ def cmd_search(args: argparse.Namespace) -> None:
             tags=args.tag,
             entities=args.entity,
         )
-        who = "" if args.json else mem.status().user
+        who = "" if args.json else mem.user()
     _print_hits([h.row() for h in hits], args, who)
 
 
@@ -295,9 +305,9 @@ def cmd_access_log(args: argparse.Namespace) -> None:
 
 def cmd_stats(args: argparse.Namespace) -> None:
     """The node's status, the same fields whether its daemon answers or the store does, and the home's size."""
-    with _memory(args, None, default=lambda node: local_principal(args.home, node)) as mem:
+    with _memory(args, None, default=lambda node: local_principal(args.home, node), optional=True) as mem:
         out = mem.status().to_json()
-    out["bytes_on_disk"] = sum(p.stat().st_size for p in args.home.rglob("*") if p.is_file())
+    out["bytes_on_disk"] = _bytes_under(args.home)
     if args.json:
         print(json.dumps(out, indent=2))
         return
@@ -309,6 +319,17 @@ def cmd_stats(args: argparse.Namespace) -> None:
             f"{'partition':>16}: {name}  indexed={part['indexed']} pending={part['pending']} "
             f"embedder={part['embedder']}"
         )
+
+
+def _bytes_under(home: Path) -> int:
+    """The size of the files under ``home``; one that vanishes while it is counted (a daemon compacting, a snapshot
+    replaced) counts nothing."""
+    total = 0
+    for p in home.rglob("*"):
+        with contextlib.suppress(FileNotFoundError):
+            if p.is_file():
+                total += p.stat().st_size
+    return total
 
 
 def _ingest_paths(paths: Sequence[str]) -> list[Path]:
@@ -344,11 +365,19 @@ def _snapshot(files: Sequence[Path]) -> dict[Path, tuple[int, int]]:
     return out
 
 
+def _pieces(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        while piece := f.read(1 << 20):
+            yield piece
+
+
 def _ingest_file(path: Path, args: argparse.Namespace) -> IngestFile:
-    """One file of an ingest call, named by its absolute path (its sources' ids are derived from where it lies)."""
+    """One file of an ingest call: named as given, its sources' ids derived from where it lies (its absolute path),
+    read when it is used (a piece at a time through a daemon)."""
     return IngestFile(
-        str(path.resolve()),
-        path.read_bytes(),
+        str(path),
+        lambda: _pieces(path),
+        origin=str(path.resolve()),
         format=args.format or "",
         tenant=args.tenant or "",
         segment=args.segment or "",
@@ -365,7 +394,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     that lands while a pass reads them is seen as a change by the next check (and re-reading what was already
     ingested is skipped by the watermarks)."""
     files = _ingest_paths(args.paths)
-    with _memory(args, args.owner, writer=True) as mem:
+    with _memory(args, args.owner, owner=True) as mem:
 
         def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
             try:

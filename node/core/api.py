@@ -124,6 +124,10 @@ class Memory(Protocol):
 
     def status(self) -> Status: ...
 
+    def user(self) -> str:
+        """Whose memory the caller acts for (its own user; "" for the holder of a home's keys, on the store)."""
+        ...
+
     def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
         """Store drafts (JSON objects, as `gaml put` reads them) as one atomic batch; their ids. ``check_only``:
         validate and authorize them, write nothing."""

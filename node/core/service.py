@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
@@ -32,6 +32,7 @@ from gaml.node.core.tokens import TokenCounter
 from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
 from gaml.policy.errors import Deleted, GamlError, InvalidInput, PolicyError, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
+from gaml.policy.partitions import PartitionRef
 
 MAX_SEARCH_K: Final = 1000
 MAX_LOG_LIMIT: Final = 10_000
@@ -130,16 +131,26 @@ class RateLimiter:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class IngestFile:
-    """One file of an ingest call: its name, bytes and settings."""
+    """One file of an ingest call: its name, bytes and settings.
+
+    ``name`` is what the caller calls it (an error names the file by it, and its extension helps detect the format);
+    ``origin``, where it lies (an absolute path), from which its sources' ids derive ("" : the name). ``data`` is the
+    bytes, or a function that yields them in pieces, read as they are used (a transport sends them a piece at a
+    time)."""
 
     name: str
-    data: bytes
+    data: bytes | Callable[[], Iterable[bytes]]
     format: str = ""
     tenant: str = ""
     segment: str = ""
     scope: PrivacyScope = PrivacyScope.USER_PRIVATE
     item_budget: int = 5000
     replication: ReplicationPolicy = ReplicationPolicy.NONE
+    origin: str = ""
+
+    def read(self) -> bytes:
+        """The whole file."""
+        return self.data if isinstance(self.data, bytes) else b"".join(self.data())
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 4096 or "\x00" in self.name:
@@ -164,6 +175,12 @@ def _no_progress(stage: str, total: int) -> Iterator[_Quiet]:
     yield _Quiet()
 
 
+def _audience(p: Principal, partition: str) -> bool:
+    """Whether ``p`` is in the audience of the partition named ``partition`` (its owner, a tenant of it, or anyone)."""
+    kind, _, who = PartitionRef.parse(partition).boundary.partition(":")
+    return (kind == "owner" and who == p.user) or (kind == "tenant" and who in p.tenants) or kind == "public"
+
+
 def forced_format_note(fmt: str) -> str:
     """What a parse error adds when the caller named the format (a front door may say how it was named)."""
     return f" (read as {fmt}, the format given; without one the format is detected)"
@@ -173,7 +190,7 @@ def _parse(f: IngestFile) -> list[Source]:
     """The sources of one file; a parse error names the file as the caller named it, and a format it was told."""
     base = f.name.rsplit("/", 1)[-1]
     try:
-        return parse(f.data, base, f.format or None, origin=f.name)
+        return parse(f.read(), base, f.format or None, origin=f.origin or f.name)
     except InvalidInput as e:
         msg = str(e).removeprefix(f"{base}: ")  # the parser names the file by its base name
         if f.format:
@@ -187,15 +204,35 @@ class MemoryService:
     def __init__(
         self,
         node: Node,
-        ingestor: Ingestor,
-        ladder: Ladder,
+        ingestor: Ingestor | None,
+        ladder: Ladder | None,
         counter: Callable[[str], TokenCounter],
+        *,
+        layers: Callable[[], tuple[Ingestor, Ladder]] | None = None,
     ) -> None:
+        """``layers``, instead of an ingestor and a ladder: builds them the first time a call needs them (ingest,
+        hydrate, forget), so the calls that do not (get, search, grants, status) need nothing of their settings."""
+        if (ingestor is None or ladder is None) and layers is None:
+            raise ValueError("a MemoryService needs an ingestor and a ladder, or layers to build them")
         self.node = node
-        self.ingestor = ingestor
-        self.ladder = ladder
+        self._layers = (ingestor, ladder) if ingestor is not None and ladder is not None else None
+        self._make_layers = layers
         self._counter = counter
         self._hydrators: dict[str, Hydrator] = {}
+
+    def _built(self) -> tuple[Ingestor, Ladder]:
+        if self._layers is None:
+            assert self._make_layers is not None
+            self._layers = self._make_layers()
+        return self._layers
+
+    @property
+    def ingestor(self) -> Ingestor:
+        return self._built()[0]
+
+    @property
+    def ladder(self) -> Ladder:
+        return self._built()[1]
 
     # -- identity ---------------------------------------------------------------------------------------------------
 
@@ -397,7 +434,7 @@ class MemoryService:
             location=location,
             mode=mode,
             as_of=as_of,
-            types=frozenset(types),
+            types=frozenset(AssetType.parse(x) for x in types),
             segments=frozenset(segments),
             tags=frozenset(tags),
             entities=frozenset(entities),
@@ -440,9 +477,14 @@ class MemoryService:
             raise InvalidInput(f"limit must be in [1, {MAX_LOG_LIMIT}], got {limit}")
         return self.node.governance.access_log(caller.user, caller, limit=limit)
 
-    def status(self) -> dict[str, Any]:
-        """The node's side of :class:`gaml.node.core.api.Status` (the transport adds the caller and its own)."""
+    def status(self, caller: Principal | None) -> dict[str, Any]:
+        """The node's side of :class:`gaml.node.core.api.Status` (the transport adds the caller and its own).
+
+        The partitions listed are the caller's own audience — its owner's, its tenants', the public ones — so that
+        status names no other owner or tenant, nor how much they keep; ``None`` (the holder of the home's keys, on
+        the store) sees every partition."""
         s = self.node.store.stats()
+        visible = {name: part for name, part in s.partitions.items() if caller is None or _audience(caller, name)}
         return {
             "node_id": self.node.node_id,
             "embedder": self.node.embedder.id,
@@ -451,7 +493,7 @@ class MemoryService:
             "journal_seq": s.journal_seq,
             "indexed": s.indexed,
             "pending": s.pending,
-            "partitions": {name: dict(p) for name, p in sorted(s.partitions.items())},
+            "partitions": {name: dict(p) for name, p in sorted(visible.items())},
             "rebuilt_indexes": s.rebuilt_indexes,
             "replayed_events": s.replayed_events,
         }

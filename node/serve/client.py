@@ -34,7 +34,7 @@ from gaml.node.core.api import GetOptions, GrantOptions, Hit, HydrateOptions, Se
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
-from gaml.node.core.service import MAX_SEARCH_K, IngestFile
+from gaml.node.core.service import MAX_LOG_LIMIT, MAX_SEARCH_K, IngestFile
 from gaml.node.serve.errors import TlsRefused
 from gaml.policy.access import Grant, Location, Permission
 from gaml.policy.errors import (
@@ -215,7 +215,7 @@ class Client:
         return list(r.ids)
 
     def get(self, id_: str, *, purpose: str = "", location: str = "", **kw: Any) -> dict[str, Any]:
-        req = memory_pb2.GetRequest(id=id_, intent=_intent(purpose, location))
+        req = _request(memory_pb2.GetRequest, id=id_, intent=_intent(purpose, location))
         r = self._call(self.stub.Get, req, **kw)
         return asset_to_json(asset_from_pb(r.asset))
 
@@ -229,7 +229,7 @@ class Client:
         """Hits as ``{id, score, path, partition, explain, asset}`` dicts. ``fields``: mode, as_of, types (wire
         numbers), segments, tags, entities, timeout_s."""
         timeout = fields.pop("timeout_s", None)
-        req = memory_pb2.SearchRequest(text=text, k=k, intent=_intent(purpose, location), **fields)
+        req = _request(memory_pb2.SearchRequest, text=text, k=k, intent=_intent(purpose, location), **fields)
         r = self._call(self.stub.Search, req, timeout)
         return [
             {
@@ -249,7 +249,7 @@ class Client:
         """``{frame, receipt}`` as `gaml hydrate --json` prints it. ``fields``: plane (PlaneSegment messages), mode,
         as_of, counter, timeout_s."""
         timeout = fields.pop("timeout_s", None)
-        req = memory_pb2.HydrateRequest(goal=goal, budget=budget, intent=_intent(purpose, location), **fields)
+        req = _request(memory_pb2.HydrateRequest, goal=goal, budget=budget, intent=_intent(purpose, location), **fields)
         r = self._call(self.stub.Hydrate, req, timeout)
         return {"frame": r.frame, "receipt": _struct_json(r.receipt)}
 
@@ -323,13 +323,19 @@ class RemoteMemory:
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self._user: str | None = None  # from the last status: who the connection is does not change
+
+    def user(self) -> str:
+        return self.status().user if self._user is None else self._user
 
     def status(self) -> Status:
         c = self.client
         r = c._call(c.stub.Status, memory_pb2.StatusRequest())
         fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(Status) if f.name != "partitions"}
         parts = {name: {f.name: getattr(p, f.name) for f in p.DESCRIPTOR.fields} for name, p in r.partitions.items()}
-        return Status(**fields, partitions=dict(sorted(parts.items())))
+        status = Status(**fields, partitions=dict(sorted(parts.items())))
+        self._user = status.user
+        return status
 
     def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
         return self.client.put(drafts, check_only=check_only)
@@ -337,7 +343,7 @@ class RemoteMemory:
     def get(self, id_: str, **options: Unpack[GetOptions]) -> Asset:
         o = options
         intent = _intent(o.get("purpose", Permission.READ), o.get("location", Location.THIS_DEVICE))
-        req = memory_pb2.GetRequest(id=id_, intent=intent, include_deleted=o.get("include_deleted", False))
+        req = _request(memory_pb2.GetRequest, id=id_, intent=intent, include_deleted=o.get("include_deleted", False))
         c = self.client
         return asset_from_pb(c._call(c.stub.Get, req).asset)
 
@@ -346,7 +352,8 @@ class RemoteMemory:
         k = o.get("k", 10)
         if not 0 < k <= MAX_SEARCH_K:  # the wire reads k = 0 as "the default", the interface as a mistake
             raise InvalidInput(f"k must be in [1, {MAX_SEARCH_K}], got {k}")
-        req = memory_pb2.SearchRequest(
+        req = _request(
+            memory_pb2.SearchRequest,
             text=text,
             k=k,
             intent=_intent(o.get("purpose", Permission.READ), o.get("location", Location.THIS_DEVICE)),
@@ -362,7 +369,8 @@ class RemoteMemory:
 
     def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration:
         o = options
-        req = memory_pb2.HydrateRequest(
+        req = _request(
+            memory_pb2.HydrateRequest,
             goal=goal,
             budget=budget,
             intent=_intent(o.get("purpose", Permission.CONTEXT), o.get("location", Location.THIS_DEVICE)),
@@ -386,10 +394,13 @@ class RemoteMemory:
                     scope=_wire(asset_pb2.PrivacyScope, "PRIVACY_SCOPE", f.scope),
                     replication=_wire(asset_pb2.ReplicationPolicy, "REPLICATION_POLICY", f.replication),
                     item_budget=f.item_budget,
+                    origin=f.origin,
                 )
                 yield memory_pb2.IngestRequest(file=header, no_curate=i == 0 and not curate)
-                for at in range(0, len(f.data), CHUNK):
-                    yield memory_pb2.IngestRequest(chunk=f.data[at : at + CHUNK])
+                pieces = [f.data] if isinstance(f.data, bytes) else f.data()
+                for piece in pieces:  # read as they are sent, a piece at a time
+                    for at in range(0, len(piece), CHUNK):
+                        yield memory_pb2.IngestRequest(chunk=piece[at : at + CHUNK])
 
         c = self.client
         return dict(_struct_json(c._call(c.stub.Ingest, requests()).report))
@@ -401,7 +412,8 @@ class RemoteMemory:
 
     def grant(self, grantee: str, max_level: Level, **options: Unpack[GrantOptions]) -> Grant:
         o = options
-        req = memory_pb2.GrantRequest(
+        req = _request(
+            memory_pb2.GrantRequest,
             grantee=grantee,
             max_level=_wire(asset_pb2.Level, "LEVEL", max_level),
             segments=list(o.get("segments", ())),
@@ -423,7 +435,18 @@ class RemoteMemory:
         return [grant_from_pb(g) for g in r.made], [grant_from_pb(g) for g in r.received]
 
     def access_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        if not 0 < limit <= MAX_LOG_LIMIT:  # as the service says it (the wire reads 0 as "the default")
+            raise InvalidInput(f"limit must be in [1, {MAX_LOG_LIMIT}], got {limit}")
         return self.client.access_log(limit)
+
+
+def _request(message: Callable[..., T], *args: Any, **fields: Any) -> T:
+    """A request message; a value it cannot hold (a negative budget, a number too large) is :class:`InvalidInput`,
+    as the node itself would answer it, not protobuf's ValueError or TypeError."""
+    try:
+        return message(*args, **fields)
+    except (ValueError, TypeError) as e:
+        raise InvalidInput(f"{message.__name__}: {e}") from None
 
 
 def grant_from_pb(g: memory_pb2.Grant) -> Grant:

@@ -409,6 +409,7 @@ class MemoryServicer:
                 scope=_enum(_SCOPES, f.scope, "scope", PrivacyScope.USER_PRIVATE),
                 replication=_enum(_REPLICATION, f.replication, "replication", ReplicationPolicy.NONE),
                 item_budget=f.item_budget or 5000,
+                origin=f.origin,
             )
             for f, data in files
         ]
@@ -483,7 +484,7 @@ class MemoryServicer:
 
     async def Status(self, req: memory_pb2.StatusRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.StatusResponse:
         _check(req)
-        caller, st = await self.rt.call(ctx, "Status", lambda c, now: (c, self.svc.status()), size=req.ByteSize())
+        caller, st = await self.rt.call(ctx, "Status", lambda c, now: (c, self.svc.status(c)), size=req.ByteSize())
         extra = self.rt.describe(ctx)
         partitions = {name: memory_pb2.PartitionStatus(**p) for name, p in st.pop("partitions").items()}
         return memory_pb2.StatusResponse(

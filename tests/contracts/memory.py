@@ -189,7 +189,44 @@ def story_status_names_the_caller_and_counts(doors: Doors) -> list[Any]:
     assert after.assets == before + 1 and after.journal_seq > st.journal_seq
     assert doors.bob.status().principal == "bob"
     assert set(st.to_json()) == {f.name for f in dataclasses.fields(Status)}
-    return [sorted(st.to_json())]
+    # Partitions are listed to their audience only: alice sees hers, bob does not learn that alice keeps any.
+    assert "user_private|owner:alice" in after.partitions
+    assert not any("alice" in name for name in doors.bob.status().partitions)
+    assert doors.alice.user() == "alice" and doors.bob.user() == "bob"
+    return [sorted(st.to_json()), sorted(after.partitions)]
+
+
+def story_a_tombstone_is_its_owners_to_see(doors: Doors) -> list[Any]:
+    """Once alice forgets a fact, she may still get its tombstone (no payload) by asking for deleted ones; bob may
+    not, and the fact itself is gone for both."""
+    (id_,) = doors.alice.put([fact("the spare key is under the third flowerpot")])
+    doors.alice.forget(id_)
+    tomb = doors.alice.get(id_, include_deleted=True)
+    assert tomb.id == id_ and tomb.owner_id == "alice" and "flowerpot" not in str(tomb.payload)
+    with pytest.raises(NotFound):
+        doors.alice.get(id_)
+    with pytest.raises(NotFound):
+        doors.bob.get(id_, include_deleted=True)
+    return [masked(asset_to_json(tomb))]
+
+
+def story_bad_arguments_are_bad_input(doors: Doors) -> list[Any]:
+    """Arguments out of range are InvalidInput through every door (never a transport's own error), and an asset
+    type may be given by name."""
+    (id_,) = doors.alice.put([fact("the printer is on the second floor")])
+    for bad in (
+        lambda: doors.alice.search("printer", k=0),
+        lambda: doors.alice.search("printer", k=1001),
+        lambda: doors.alice.access_log(0),
+        lambda: doors.alice.access_log(-1),
+        lambda: doors.alice.hydrate("printer", -1),
+        lambda: doors.alice.search("printer", types=[AssetType.FACT], mode="psychic"),
+    ):
+        with pytest.raises(InvalidInput):
+            bad()
+    by_name = doors.alice.search("printer floor", types=["fact"])  # type: ignore[list-item]
+    assert [h.id for h in by_name] == [id_] == [h.id for h in doors.alice.search("printer", types=[AssetType.FACT])]
+    return [id_]
 
 
 STORIES: tuple[Story, ...] = (
@@ -202,4 +239,6 @@ STORIES: tuple[Story, ...] = (
     story_forget_erases_and_says_what_it_did,
     story_ingest_files_into_the_journal,
     story_status_names_the_caller_and_counts,
+    story_a_tombstone_is_its_owners_to_see,
+    story_bad_arguments_are_bad_input,
 )

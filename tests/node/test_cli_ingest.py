@@ -657,3 +657,66 @@ def test_hydrate_prints_a_frame_and_its_receipt(
     assert code == 2 and "300" in err
     code, _, err = gaml(capsys, home, "hydrate", "--goal", "x", "--budget", "300", "--as", "mallory")
     assert code != 0 and "mallory" in err
+
+
+# -- the one interface keeps the store's rules (issue 15's review) ---------------------------------------------------
+
+
+def test_ingest_owner_must_be_an_owner_not_an_agent(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--owner` says whose memory this is: an agent acting for alice is no owner, so its name is refused (its writes
+    would be alice's) and nothing is written."""
+    assert gaml(capsys, home, "principal", "add", "alice")[0] == 0
+    code, _, err = gaml(capsys, home, "principal", "add", "agent1", "--kind", "agent", "--on-behalf-of", "alice")
+    assert code == 0, err
+    before = journal_seq(capsys, home)
+    path = write_input(tmp_path, "text")
+    code, out, err = gaml(capsys, home, "ingest", str(path), "--owner", "agent1")
+    assert code == 2 and out == ""
+    assert "agent1 writes alice's memory, not agent1's" in err
+    assert journal_seq(capsys, home) == before
+
+
+def test_a_symlinked_file_keeps_the_name_it_was_given(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file ingested through a link is detected and named by the link (its source id too), and located by where
+    it lies; an error names it as given."""
+    real = tmp_path / "real.txt"
+    real.write_text("The owl box faces east.\n\nOwls nest in March.\n")
+    link = tmp_path / "owls.md"
+    link.symlink_to(real)
+    report = ok(capsys, home, "ingest", str(link), "--owner", "alice")
+    assert report["sources"] == 1
+    assert set(sources(capsys, home)) == {"notes:owls.md"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    code, _, err = gaml(capsys, home, "ingest", str(bad), "--owner", "alice", "--format", "transcript")
+    assert code == 2 and err.startswith(f"gaml: error: {bad}: ")
+
+
+def test_store_commands_that_need_no_ingestion_need_none_of_its_settings(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the privacy rules file of the config missing, the commands that do not ingest or hydrate (stats, grants,
+    search, access-log) still work on the store; ingest says what is missing."""
+    cfg = home / "config.json"
+    doc = json.loads(cfg.read_text())
+    cfg.write_text(json.dumps({**doc, "privacy_rules": "missing-rules.json"}))
+    assert ok(capsys, home, "stats", "--json")["assets"] == 0
+    assert ok(capsys, home, "grants") == []
+    assert gaml(capsys, home, "principal", "add", "alice")[0] == 0
+    assert ok(capsys, home, "search", "anything", "--as", "alice", "--json") == []
+    assert ok(capsys, home, "access-log", "--as", "alice", "--json") == []
+    code, _, err = gaml(capsys, home, "ingest", str(cfg), "--owner", "alice", "--format", "text")
+    assert code == 2 and "missing-rules.json" in err
+
+
+def test_gaml_as_naming_nobody_says_so(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`$GAML_AS` naming no registered principal is refused as an unknown principal, as `--as` would be."""
+    monkeypatch.setenv("GAML_AS", "zed")
+    code, _, err = gaml(capsys, home, "hydrate", "--goal", "anything", "--budget", "300")
+    assert code == 2 and "unknown principal 'zed'" in err

@@ -74,7 +74,7 @@ class Intent(_message.Message):
     def __init__(self, purpose: _Optional[_Union[Purpose, str]] = ..., location: _Optional[_Union[Location, str]] = ...) -> None: ...
 
 class IngestFile(_message.Message):
-    __slots__ = ("name", "format", "tenant", "segment", "scope", "item_budget", "replication")
+    __slots__ = ("name", "format", "tenant", "segment", "scope", "item_budget", "replication", "origin")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +82,7 @@ class IngestFile(_message.Message):
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     ITEM_BUDGET_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     name: str
     format: str
     tenant: str
@@ -89,7 +90,8 @@ class IngestFile(_message.Message):
     scope: _asset_pb2.PrivacyScope
     item_budget: int
     replication: _asset_pb2.ReplicationPolicy
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., tenant: _Optional[str] = ..., segment: _Optional[str] = ..., scope: _Optional[_Union[_asset_pb2.PrivacyScope, str]] = ..., item_budget: _Optional[int] = ..., replication: _Optional[_Union[_asset_pb2.ReplicationPolicy, str]] = ...) -> None: ...
+    origin: str
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., tenant: _Optional[str] = ..., segment: _Optional[str] = ..., scope: _Optional[_Union[_asset_pb2.PrivacyScope, str]] = ..., item_budget: _Optional[int] = ..., replication: _Optional[_Union[_asset_pb2.ReplicationPolicy, str]] = ..., origin: _Optional[str] = ...) -> None: ...
 
 class IngestRequest(_message.Message):
     __slots__ = ("file", "chunk", "no_curate")
