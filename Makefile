@@ -8,8 +8,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The repository's top-level folders install as one namespace, gaml.<folder> (pyproject.toml's package-dir). The static
-# tools (mypy, import-linter, protoc) read it through a tree of links, $(SRC)/gaml/<folder> -> ./<folder>.
+# The repository's top-level folders install as one namespace, gaml.<folder> (pyproject.toml's package-dir), and the
+# wire package proto/gaml/v1 as gaml.v1. The static tools (mypy, import-linter) read it through a tree of links,
+# $(SRC)/gaml/<folder> -> ./<folder>.
 PACKAGES := node proto crdt policy simulations bench deploy
 SRC := $(VENV)/src
 PROTOS := $(wildcard proto/gaml/v1/*.proto)
@@ -43,15 +44,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip check
 	mkdir -p $(SRC)/gaml
 	for p in $(PACKAGES); do ln -sfn ../../../$$p $(SRC)/gaml/$$p; done
+	ln -sfn ../../../proto/gaml/v1 $(SRC)/gaml/v1
 	@touch $@
 
 proto: $(GENERATED) ## regenerate the protobuf code (committed) from proto/gaml/v1/*.proto
 
 proto/gaml/v1/%_pb2.py proto/gaml/v1/%_pb2.pyi: proto/gaml/v1/%.proto | $(STAMP)
-	$(BIN)/python -m grpc_tools.protoc -I $(SRC) --python_out=$(SRC) --pyi_out=$(SRC) $(SRC)/gaml/$<
+	$(BIN)/python -m grpc_tools.protoc -I proto --python_out=proto --pyi_out=proto $<
 
 proto/gaml/v1/%_pb2_grpc.py: proto/gaml/v1/%.proto | $(STAMP)
-	$(BIN)/python -m grpc_tools.protoc -I $(SRC) --grpc_python_out=$(SRC) $(SRC)/gaml/$<
+	$(BIN)/python -m grpc_tools.protoc -I proto --grpc_python_out=proto $<
 
 lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter layering contracts
 	$(BIN)/ruff format --check .

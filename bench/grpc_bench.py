@@ -73,7 +73,7 @@ from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import write_atomic
 from gaml.policy import crypto
 from gaml.proto.convert import draft_pb_from_json
-from gaml.proto.gaml.v1 import memory_pb2
+from gaml.v1 import memory_pb2
 
 ROOT = Path(__file__).resolve().parents[1]
 PRINCIPAL = "alice"

@@ -31,7 +31,7 @@ from typing import Any
 import grpc
 
 from gaml.node.serve.client import Client
-from gaml.proto.gaml.v1 import memory_pb2
+from gaml.v1 import memory_pb2
 
 KEY_HEX = "5a" * 32
 ROOT = Path(__file__).resolve().parents[1]

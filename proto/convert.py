@@ -34,7 +34,7 @@ from gaml.policy.model import (
     freeze_json,
     thaw_json,
 )
-from gaml.proto.gaml.v1 import asset_pb2
+from gaml.v1 import asset_pb2
 
 __all__ = ["asset_from_pb", "asset_to_json", "asset_to_pb", "draft_from_json", "draft_pb_from_json"]
 

@@ -34,6 +34,7 @@ def namespace_tree(dst: Path, copy: bool) -> Path:
             shutil.copytree(ROOT / pkg, dst / "gaml" / pkg, ignore=shutil.ignore_patterns("__pycache__", "results"))
         else:
             (dst / "gaml" / pkg).symlink_to(ROOT / pkg, target_is_directory=True)
+    (dst / "gaml" / "v1").symlink_to(dst / "gaml" / "proto" / "gaml" / "v1", target_is_directory=True)  # the wire
     return dst / "gaml"
 
 
@@ -176,16 +177,27 @@ def test_node_keeps_its_layers_in_folders() -> None:
 
 
 def test_every_folder_is_installed_under_the_namespace() -> None:
-    """Each package folder of the checkout is one of pyproject.toml's packages, mapped under `gaml.`."""
+    """Each package folder of the checkout is one of pyproject.toml's packages, mapped under `gaml.` (the wire's
+    proto/gaml/v1 as gaml.v1, the protobuf package it holds)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert config["package-dir"] == {f"gaml.{pkg}": pkg for pkg in PACKAGES}
+    dirs = config["package-dir"]
+    assert dirs == {**{f"gaml.{pkg}": pkg for pkg in PACKAGES}, "gaml.v1": "proto/gaml/v1"}
+
+    def installed_as(folder: Path) -> str:
+        rel = folder.relative_to(ROOT).as_posix()
+        name, where = max(
+            ((n, d) for n, d in dirs.items() if rel == d or rel.startswith(d + "/")), key=lambda x: len(x[1])
+        )
+        return ".".join([name, *Path(rel).relative_to(where).parts])
+
     folders = {
-        "gaml." + ".".join(init.parent.relative_to(ROOT).parts)
+        installed_as(init.parent)
         for pkg in PACKAGES
         for init in (ROOT / pkg).rglob("__init__.py")
         if "results" not in init.parts
     }
     assert folders == set(config["packages"])
+    assert "gaml.v1" in folders and not any(f.startswith("gaml.proto.gaml") for f in folders)
 
 
 def test_the_wire_imports_nothing_of_the_node() -> None:

@@ -54,12 +54,14 @@ def test_the_wheel_holds_one_top_level_package(wheel_tree: Path) -> None:
     assert len(top) == 2
     assert (wheel_tree / "gaml" / "node" / "core" / "text" / "privacy_rules.json").is_file()
     assert (wheel_tree / "gaml" / "deploy" / "examples" / "assets.jsonl").is_file()
+    assert {p.name for p in (wheel_tree / "gaml" / "v1").iterdir()} >= {"asset.proto", "memory.proto", "memory_pb2.pyi"}
 
 
 def test_installed_namespace_imports_from_outside_the_checkout(wheel_tree: Path, tmp_path: Path) -> None:
     """From a directory outside the checkout the wheel's modules import as gaml.*, and the generic names do not."""
     code = (
         "import importlib.util, gaml.node.core.node, gaml.node.serve.servicer, gaml.node.cli, gaml.simulations\n"
+        "import gaml.v1.memory_pb2\n"
         "from gaml.node.core.text import privacy\n"
         "print(gaml.node.core.node.__file__)\n"
         "print(privacy.Rules.load_default().classify('key AKIAIOSFODNN7EXAMPLE').findings != [])\n"

@@ -54,7 +54,7 @@ from gaml.policy.errors import (
 )
 from gaml.policy.model import Asset, Level, freeze_json, thaw_json
 from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
-from gaml.proto.gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
+from gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -48,7 +48,7 @@ from gaml.policy.errors import (
 )
 from gaml.policy.model import MAX_PAYLOAD_DEPTH, AssetType, Level, PrivacyScope, ReplicationPolicy, nests_deeper
 from gaml.proto.convert import asset_to_pb, draft_from_json
-from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
+from gaml.v1 import asset_pb2, memory_pb2
 
 T = TypeVar("T")
 log = logging.getLogger("gaml.daemon")

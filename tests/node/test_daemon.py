@@ -43,7 +43,7 @@ from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound, PolicyError, UnknownPrincipal
-from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
+from gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
     LOCAL,
     ROOT,

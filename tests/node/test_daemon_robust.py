@@ -36,7 +36,7 @@ from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import Daemon, read_info
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy.errors import GamlError, InvalidInput
-from gaml.proto.gaml.v1 import asset_pb2, memory_pb2
+from gaml.v1 import asset_pb2, memory_pb2
 from tests.node.daemon_util import (
     Home,
     make_home,

@@ -138,7 +138,7 @@ def status(call: object, *args: object) -> tuple[grpc.StatusCode, str]:
 def test_grpc_answers_an_unreadable_id_exactly_as_a_missing_one(served: tuple[Home, object]) -> None:
     """Over mTLS, bob's Get and Forget of alice's private asset and of an id that never existed answer the same
     NOT_FOUND with the same message; his Revoke of alice's grant to carol, that of a grant that never existed."""
-    from gaml.proto.gaml.v1 import memory_pb2
+    from gaml.v1 import memory_pb2
 
     a, bob, carol = clients(served)
     with a, bob, carol:

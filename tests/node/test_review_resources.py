@@ -25,7 +25,7 @@ import pytest
 
 from gaml.node.core.errors import TooLarge
 from gaml.policy.errors import InvalidAsset, StoreError
-from gaml.proto.gaml.v1 import memory_pb2
+from gaml.v1 import memory_pb2
 from tests.node.daemon_util import (
     UNLOCK,
     gaml_process,

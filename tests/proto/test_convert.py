@@ -27,7 +27,7 @@ from gaml.policy.model import (
     content_id,
 )
 from gaml.proto.convert import asset_from_pb, asset_to_json, asset_to_pb, draft_from_json
-from gaml.proto.gaml.v1 import asset_pb2
+from gaml.v1 import asset_pb2
 
 T0 = 1_700_000_000_000_000  # microseconds since the Unix epoch
 

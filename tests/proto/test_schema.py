@@ -13,7 +13,7 @@ import pytest
 
 from gaml.policy import model
 from gaml.policy.model import ASSET_FIELDS, ENUM_FIELDS
-from gaml.proto.gaml.v1 import asset_pb2
+from gaml.v1 import asset_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each proto and the files generated from it (a proto with a service also gets its _pb2_grpc.py).
@@ -31,31 +31,29 @@ def upper_snake(name: str) -> str:
 def test_generated_code_is_current(tmp_path: Path, proto: str) -> None:
     """Regenerating a proto with the pinned grpcio-tools gives byte-identical committed generated files.
 
-    As `make proto` does, protoc reads the schema under the installed name, gaml/proto/… (so the generated imports are
-    ``gaml.proto.gaml.v1``), from a namespace tree whose gaml/proto links to the checkout's proto/."""
-    src, out = tmp_path / "src", tmp_path / "out"
-    (src / "gaml").mkdir(parents=True)
-    (src / "gaml" / "proto").symlink_to(ROOT / "proto", target_is_directory=True)
+    As `make proto` does (and as any protoc user would), the include root is proto/, so the schema is
+    gaml/v1/*.proto and the generated code imports ``gaml.v1``."""
+    out = tmp_path / "out"
     out.mkdir()
     result = subprocess.run(
         [
             sys.executable,
             "-m",
             "grpc_tools.protoc",
-            f"-I{src}",
+            f"-I{ROOT / 'proto'}",
             f"--python_out={out}",
             f"--pyi_out={out}",
             f"--grpc_python_out={out}",
-            f"gaml/{proto}",
+            str(ROOT / proto),
         ],
-        cwd=src,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, f"protoc failed: {result.stderr}"
     for name in PROTOS[proto]:
-        fresh = (out / "gaml/proto/gaml/v1" / name).read_bytes()
+        fresh = (out / "gaml/v1" / name).read_bytes()
         committed = (ROOT / "proto/gaml/v1" / name).read_bytes()
         assert fresh == committed, f"proto/gaml/v1/{name} is stale: run `make proto` and commit the result"
 
@@ -113,7 +111,7 @@ def test_the_status_answer_mirrors_the_domain_status() -> None:
     import dataclasses
 
     from gaml.node.core.api import Status
-    from gaml.proto.gaml.v1 import memory_pb2
+    from gaml.v1 import memory_pb2
     from tests.node.conftest import NOW, fact, memory_world
 
     assert {f.name for f in dataclasses.fields(Status)} == set(memory_pb2.StatusResponse.DESCRIPTOR.fields_by_name)

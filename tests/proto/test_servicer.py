@@ -25,7 +25,7 @@ from gaml.policy.errors import (
 )
 from gaml.policy.model import AssetType, Level, PrivacyScope
 from gaml.proto.convert import draft_from_json, draft_pb_from_json
-from gaml.proto.gaml.v1 import memory_pb2
+from gaml.v1 import memory_pb2
 
 METHODS = [m.name for m in memory_pb2.DESCRIPTOR.services_by_name["Memory"].methods]
 

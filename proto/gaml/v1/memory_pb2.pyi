@@ -1,5 +1,5 @@
 from google.protobuf import struct_pb2 as _struct_pb2
-from gaml.proto.gaml.v1 import asset_pb2 as _asset_pb2
+from gaml.v1 import asset_pb2 as _asset_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor

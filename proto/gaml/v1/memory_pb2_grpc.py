@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from gaml.proto.gaml.v1 import memory_pb2 as gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2
+from gaml.v1 import memory_pb2 as gaml_dot_v1_dot_memory__pb2
 
 GRPC_GENERATED_VERSION = '1.81.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in gaml/proto/gaml/v1/memory_pb2_grpc.py depends on'
+        + ' but the generated code in gaml/v1/memory_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,58 +36,58 @@ class MemoryStub:
         """
         self.Ingest = channel.stream_unary(
                 '/gaml.v1.Memory/Ingest',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.IngestRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.IngestResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.IngestRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.IngestResponse.FromString,
                 _registered_method=True)
         self.Put = channel.unary_unary(
                 '/gaml.v1.Memory/Put',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.PutRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.PutResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.PutRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.PutResponse.FromString,
                 _registered_method=True)
         self.Get = channel.unary_unary(
                 '/gaml.v1.Memory/Get',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GetRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GetResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.GetRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.GetResponse.FromString,
                 _registered_method=True)
         self.Forget = channel.unary_unary(
                 '/gaml.v1.Memory/Forget',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ForgetRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ForgetResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.ForgetRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.ForgetResponse.FromString,
                 _registered_method=True)
         self.Search = channel.unary_unary(
                 '/gaml.v1.Memory/Search',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.SearchRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.SearchResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.SearchRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.SearchResponse.FromString,
                 _registered_method=True)
         self.Hydrate = channel.unary_unary(
                 '/gaml.v1.Memory/Hydrate',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.HydrateRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.HydrateResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.HydrateRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.HydrateResponse.FromString,
                 _registered_method=True)
         self.Grant = channel.unary_unary(
                 '/gaml.v1.Memory/Grant',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.GrantRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
                 _registered_method=True)
         self.Revoke = channel.unary_unary(
                 '/gaml.v1.Memory/Revoke',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.RevokeRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.RevokeRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
                 _registered_method=True)
         self.ListGrants = channel.unary_unary(
                 '/gaml.v1.Memory/ListGrants',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ListGrantsRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ListGrantsResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.ListGrantsRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.ListGrantsResponse.FromString,
                 _registered_method=True)
         self.AccessLog = channel.unary_unary(
                 '/gaml.v1.Memory/AccessLog',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.AccessLogRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.AccessLogResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.AccessLogRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.AccessLogResponse.FromString,
                 _registered_method=True)
         self.Status = channel.unary_unary(
                 '/gaml.v1.Memory/Status',
-                request_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.StatusRequest.SerializeToString,
-                response_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.StatusResponse.FromString,
+                request_serializer=gaml_dot_v1_dot_memory__pb2.StatusRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.StatusResponse.FromString,
                 _registered_method=True)
 
 
@@ -177,58 +177,58 @@ def add_MemoryServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Ingest': grpc.stream_unary_rpc_method_handler(
                     servicer.Ingest,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.IngestRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.IngestResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.IngestRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.IngestResponse.SerializeToString,
             ),
             'Put': grpc.unary_unary_rpc_method_handler(
                     servicer.Put,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.PutRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.PutResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.PutRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.PutResponse.SerializeToString,
             ),
             'Get': grpc.unary_unary_rpc_method_handler(
                     servicer.Get,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GetRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GetResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.GetRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.GetResponse.SerializeToString,
             ),
             'Forget': grpc.unary_unary_rpc_method_handler(
                     servicer.Forget,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ForgetRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ForgetResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.ForgetRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.ForgetResponse.SerializeToString,
             ),
             'Search': grpc.unary_unary_rpc_method_handler(
                     servicer.Search,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.SearchRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.SearchResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.SearchRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.SearchResponse.SerializeToString,
             ),
             'Hydrate': grpc.unary_unary_rpc_method_handler(
                     servicer.Hydrate,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.HydrateRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.HydrateResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.HydrateRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.HydrateResponse.SerializeToString,
             ),
             'Grant': grpc.unary_unary_rpc_method_handler(
                     servicer.Grant,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.GrantRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.GrantResponse.SerializeToString,
             ),
             'Revoke': grpc.unary_unary_rpc_method_handler(
                     servicer.Revoke,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.RevokeRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.RevokeRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.GrantResponse.SerializeToString,
             ),
             'ListGrants': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGrants,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ListGrantsRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ListGrantsResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.ListGrantsRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.ListGrantsResponse.SerializeToString,
             ),
             'AccessLog': grpc.unary_unary_rpc_method_handler(
                     servicer.AccessLog,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.AccessLogRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.AccessLogResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.AccessLogRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.AccessLogResponse.SerializeToString,
             ),
             'Status': grpc.unary_unary_rpc_method_handler(
                     servicer.Status,
-                    request_deserializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.StatusRequest.FromString,
-                    response_serializer=gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.StatusResponse.SerializeToString,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.StatusRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.StatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -256,8 +256,8 @@ class Memory:
             request_iterator,
             target,
             '/gaml.v1.Memory/Ingest',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.IngestRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.IngestResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.IngestRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.IngestResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -283,8 +283,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Put',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.PutRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.PutResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.PutRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.PutResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -310,8 +310,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Get',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GetRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GetResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.GetRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.GetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -337,8 +337,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Forget',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ForgetRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ForgetResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.ForgetRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.ForgetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -364,8 +364,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Search',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.SearchRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.SearchResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.SearchRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.SearchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -391,8 +391,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Hydrate',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.HydrateRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.HydrateResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.HydrateRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.HydrateResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -418,8 +418,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Grant',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.GrantRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -445,8 +445,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Revoke',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.RevokeRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.RevokeRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.GrantResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -472,8 +472,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/ListGrants',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ListGrantsRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.ListGrantsResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.ListGrantsRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.ListGrantsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -499,8 +499,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/AccessLog',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.AccessLogRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.AccessLogResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.AccessLogRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.AccessLogResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -526,8 +526,8 @@ class Memory:
             request,
             target,
             '/gaml.v1.Memory/Status',
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.StatusRequest.SerializeToString,
-            gaml_dot_proto_dot_gaml_dot_v1_dot_memory__pb2.StatusResponse.FromString,
+            gaml_dot_v1_dot_memory__pb2.StatusRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.StatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
