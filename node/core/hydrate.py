@@ -306,16 +306,7 @@ class Hydrator:
         beyond_where: dict[str, int] = {}
         shown: list[_Unit] = []
         for seg in plane:
-            keep = {
-                pid: {
-                    i
-                    for i in ids
-                    if (self.store._live[pid].views.views[i].segment in named) == (seg.name != "*")
-                    and (seg.name == "*" or self.store._live[pid].views.views[i].segment == seg.name)
-                }
-                - contradicted
-                for pid, ids in auth.keep.items()
-            }
+            keep = {pid: self._in_segment(pid, ids, seg.name, named) - contradicted for pid, ids in auth.keep.items()}
             titled = len(plane) > 1 or seg.name != "*"
             out = self._segment(req, sreq, seg, auth, keep, len(facts), titled)
             paths.append((out["path"], out["fallback"]))
@@ -347,7 +338,7 @@ class Hydrator:
             "counter": self.counter.name,
             "path": path,
             "fallback": fallback,
-            "partitions": sorted(self.store._live[pid].part.ref.name for pid, _ in auth.partitions),
+            "partitions": sorted(self.store.partition_name(pid) for pid, _ in auth.partitions),
             "overhead": overhead,
             "segments": segments,
             "facts": facts,
@@ -391,6 +382,13 @@ class Hydrator:
         )
         return "r_" + self.store.mac(b"receipt", body.encode())[:10].hex()
 
+    def _in_segment(self, pid: bytes, ids: set[str], name: str, named: set[str]) -> set[str]:
+        """Those of a partition's ``ids`` that belong to segment ``name`` (``*``: to no segment the plane names)."""
+        views = self.store.views(pid).views
+        if name == "*":
+            return {i for i in ids if views[i].segment not in named}
+        return {i for i in ids if views[i].segment == name} if name in named else set()
+
     def _plane(self, req: HydrationRequest, overhead: int) -> tuple[Segment, ...]:
         room = req.budget - overhead
         if room <= 0:
@@ -410,13 +408,13 @@ class Hydrator:
         every = set().union(*auth.keep.values()) if auth.keep else set()
         out = set()
         for pid, ids in auth.keep.items():
-            views = self.store._live[pid].views
+            views = self.store.views(pid)
             for target, by in views.contradicted.items():
                 v = views.views.get(target)
                 if target not in ids or v is None:
                     continue
                 for other in by:
-                    w = self.retriever.view(other)
+                    w = self.store.view(other)
                     if (
                         other in every
                         and w is not None
@@ -548,7 +546,7 @@ class Hydrator:
             units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
 
     def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, set[str]]) -> _Unit | None:
-        views = self.store._live[pid].views
+        views = self.store.views(pid)
         v = views.views[id_]
         if v.is_item:
             return _Unit(v.id, "item", pid, v, 0.0, "relevance", 0)
@@ -580,7 +578,7 @@ class Hydrator:
         """Recency seeding: the newest items (and standalone assets), newest first."""
         every = []
         for pid, ids in keep.items():
-            views = self.store._live[pid].views.views
+            views = self.store.views(pid).views
             every += [(views[i], pid) for i in ids if views[i].is_item or not views[i].derived_from]
         every.sort(key=lambda x: (-x[0].created_at, -x[0].source_start, x[0].id))
         for rank, (v, pid) in enumerate(every[:n]):
@@ -594,7 +592,7 @@ class Hydrator:
         top = max((u.score for u in units.values()), default=1.0 / 61)
         found: list[tuple[float, View, bytes, float]] = []
         for pid, ids in keep.items():
-            views = self.store._live[pid].views
+            views = self.store.views(pid)
             for g, members in views.goals.items():
                 other = _content_words(g)
                 sim = len(words & other) / len(words | other) if other else 0.0
@@ -641,7 +639,7 @@ class Hydrator:
         return None
 
     def _neighbours(self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
-        views = self.store._live[u.pid].views
+        views = self.store.views(u.pid)
         ids = keep.get(u.pid, set())
         order = sorted(views.sources.get(u.view.source_id, {}).items(), key=lambda x: (x[1], x[0]))
         at = next((n for n, (i, _) in enumerate(order) if i == u.key), None)
@@ -657,7 +655,7 @@ class Hydrator:
     def _entity_walk(
         self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit], hop: int
     ) -> list[_Unit]:
-        views = self.store._live[u.pid].views
+        views = self.store.views(u.pid)
         ids = keep.get(u.pid, set())
         total = max(1, len(views))
         reached = []
@@ -714,7 +712,7 @@ class Hydrator:
             need.append(u.key)
             if u.kind != "item":
                 continue
-            views = self.store._live[u.pid].views
+            views = self.store.views(u.pid)
             for d in sorted(views.derivatives.get(u.key, ())):
                 w = views.views.get(d)
                 if w is None or w.derived_from != (u.key,) or d not in allowed or w.owner_id != u.view.owner_id:
@@ -910,7 +908,7 @@ class Hydrator:
         reads = []
         for u in shown:
             r = _rep(u)
-            v = self.retriever.view(r.asset_id)
+            v = self.store.view(r.asset_id)
             owner = v.owner_id if v is not None else u.view.owner_id
             items.append(
                 (

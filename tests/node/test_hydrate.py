@@ -211,8 +211,8 @@ def test_a_frame_holds_the_focus_verbatim_and_says_what_lies_beyond(node: Node) 
     assert r["path"] == "hybrid" and r["fallback"] is None and r["counter"] == HeuristicCounter().name
     port = next(
         i
-        for live in node.store._live.values()
-        for v in live.views
+        for part in node.store.partitions()
+        for v in node.store.views(part.pid)
         if v.is_item
         for i in [v.id]
         if "5433" in node.store.get(i).text()
@@ -298,7 +298,7 @@ def test_recency_fallback_is_declared(node: Node) -> None:
 
 
 def test_unauthorized_memory_never_enters_a_frame_or_a_receipt(node: Node) -> None:
-    bob_ids = {v.id for live in node.store._live.values() for v in live.views if v.owner_id == "bob"}
+    bob_ids = {v.id for p in node.store.partitions() for v in node.store.views(p.pid) if v.owner_id == "bob"}
     assert bob_ids
     for who in ("alice", "agent1"):
         # The goal is bob's own words: by relevance, his items would come first.
@@ -314,7 +314,9 @@ def test_unauthorized_memory_never_enters_a_frame_or_a_receipt(node: Node) -> No
     bob_facts = [f for f in h.receipt["facts"] if f["id"] in bob_ids]
     assert bob_facts and all(f["level"] in ("L1", "L2", "L3") for f in bob_facts)
     # Bob's items stay out of reach (L0, above the ceiling): not in what his rungs cover, not in a header's title.
-    bob_items = {v.id for live in node.store._live.values() for v in live.views if v.owner_id == "bob" and v.is_item}
+    bob_items = {
+        v.id for p in node.store.partitions() for v in node.store.views(p.pid) if v.owner_id == "bob" and v.is_item
+    }
     assert not bob_items & {c for f in h.receipt["facts"] for c in f["covers"]}
     assert "bob.jsonl" not in h.frame
     with pytest.raises(UnknownPrincipal):
@@ -451,7 +453,7 @@ def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> No
     goal = "Zurich office export CSV PDF"
     first = hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 400))
     zurich = next(
-        v.id for live in node.store._live.values() for v in live.views if v.is_item and "Zurich" in v.entities
+        v.id for p in node.store.partitions() for v in node.store.views(p.pid) if v.is_item and "Zurich" in v.entities
     )
     assert "Zurich" in first.frame and any(zurich in f["covers"] for f in first.receipt["facts"])
     ing = Ingestor(node, Rules.load_default())

@@ -251,14 +251,14 @@ def test_search_reads_its_own_writes_then_the_index(world: World) -> None:
     node = world.open_node()
     ids = node.put([fact(f"note number {i} about topic {i % 7}") for i in range(60)], NOW)
     (q,) = node.embedder.embed(["note number 17 about topic 3"])
-    alice = [PartitionRef.parse("user_private|owner:alice")]
-    hits = node.store.search(q, alice, 3)
-    assert hits[0].asset.id == ids[17] and hits[0].path == "tail"
+    alice = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    hits = node.store.dense_search(alice, q, 3)
+    assert hits[0].id == ids[17] and hits[0].path == "tail"
     assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
     node.checkpoint()
     assert node.store.pending() == 0
-    hits = node.store.search(q, alice, 3)
-    assert hits[0].asset.id == ids[17] and hits[0].path == "index"
+    hits = node.store.dense_search(alice, q, 3)
+    assert hits[0].id == ids[17] and hits[0].path == "index"
     assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
 
 
@@ -443,7 +443,7 @@ def test_vectors_must_be_finite_and_are_stored_as_unit_vectors(world: World) -> 
     node.store.put_many([a], [big], node.embedder.id, dim, sign=True)
     q = np.zeros(dim, dtype=np.float32)
     q[0] = 1.0
-    (hit,) = node.store.search(q, [PartitionRef.parse("user_private|owner:alice")], 1)
+    (hit,) = node.store.dense_search(node.store.pid_of(PartitionRef.parse("user_private|owner:alice")), q, 1)
     assert hit.score == pytest.approx(1.0, abs=1e-5)
 
 
@@ -526,7 +526,7 @@ def test_commit_order_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
 
 
 def _views(node: Node) -> dict[str, dict[str, Any]]:
-    return {p.ref.name: {v.id: v for v in node.store._live[p.pid].views} for p in node.store.partitions()}
+    return {p.ref.name: {v.id: v for v in node.store.views(p.pid)} for p in node.store.partitions()}
 
 
 @pytest.mark.parametrize("stop", ["clean", "crash", "lost-snapshots"])

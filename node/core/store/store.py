@@ -30,7 +30,7 @@ import json
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
@@ -114,13 +114,11 @@ class Partition:
         return cls(bytes.fromhex(d["pid"]), PartitionRef.parse(d["name"]), d["epoch"], d["embedder"], d["dim"])
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: the asset, its cosine similarity, and the partition it came from."""
+class Nearest(NamedTuple):
+    """One hit of :meth:`Store.dense_search`: an asset id, its cosine similarity, and what answered."""
 
-    asset: Asset
+    id: str
     score: float
-    partition: str
     path: str  # "index" (answered by the partition's vector index) or "tail" (exact scan of not-yet-indexed writes)
 
 
@@ -407,6 +405,26 @@ class Store:
 
     def partitions(self) -> list[Partition]:
         return sorted((lv.part for lv in self._live.values()), key=lambda p: p.ref.name)
+
+    def partition_name(self, pid: bytes) -> str:
+        """The name of partition ``pid`` (``scope|boundary``)."""
+        return self._live[pid].part.ref.name
+
+    # -- the read side: policy views -------------------------------------------------------------------------------
+
+    def views(self, pid: bytes) -> PartitionViews:
+        """The policy views of partition ``pid``'s live assets (what retrieval and hydration decide on before
+        anything is ranked or opened). The store's own, kept current by its writes: read them, never change them."""
+        return self._live[pid].views
+
+    def view(self, id_: str) -> View | None:
+        """The policy view of a live asset, in whichever partition holds it (None: not a live asset). No record is
+        read."""
+        for live in self._live.values():
+            v = live.views.get(id_)
+            if v is not None:
+                return v
+        return None
 
     # -- records ---------------------------------------------------------------------------------------------------
 
@@ -841,55 +859,26 @@ class Store:
                 out.append((names[code & 0x7F], self.id_of(k[17:])))
         return sorted(out)
 
-    def search(self, vector: np.ndarray, partitions: Iterable[PartitionRef], k: int = 10) -> list[Hit]:
-        """The ``k`` nearest live assets to ``vector`` within ``partitions`` only, best first.
+    def dense_search(self, pid: bytes, q: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[Nearest]:
+        """The ``k`` nearest live assets of one partition to ``q``, best first (ties by id): its vector index and the
+        exact scan of its not-yet-indexed tail, so a caller always reads its own writes. The one dense search.
 
-        Partitions are chosen by the caller's authorization *before* this call; no other partition's index or tail
-        is touched, and a hit is returned only if the asset still lives in the partition that produced it.
+        With ``allowed``, only those ids are ever scored: authorization happened before this call (retrieval passes
+        the ids a caller may use), and no other partition's index or tail is touched. None: every live asset.
         """
         if k <= 0:
             return []
-        q = np.asarray(vector, dtype=np.float32)
-        cands: dict[str, tuple[float, bytes, str]] = {}
-        for ref in partitions:
-            pid = self.pid_of(ref)
-            live = self._live.get(pid)
-            if live is None:
-                continue
-            if q.shape != (live.part.dim,):
-                raise IndexMismatch(f"query of shape {q.shape} against {ref.name} ({live.part.dim} dims)")
-            for id_, score in live.index.search(q, k):
-                cands[id_] = (score, pid, "index")
-            if live.pending:
-                ids = list(live.pending)
-                mat = np.stack([live.pending[i] for i in ids])
-                for id_, score in top_k(ids, np.dot(mat, q), k):
-                    cands[id_] = (score, pid, "tail")
-        ranked = top_k(list(cands), np.array([c[0] for c in cands.values()], dtype=np.float32), k)
-        assets = self.get_many([i for i, _ in ranked])
-        hits = []
-        for (id_, score), asset in zip(ranked, assets, strict=True):
-            _, pid, path = cands[id_]
-            if asset is None or self.pid_of(partition_of(asset)) != pid:
-                continue  # deleted, or moved out of the partition this index answered for
-            hits.append(Hit(asset, score, self._live[pid].part.ref.name, path))
-        return hits
-
-    def dense_search(self, pid: bytes, q: np.ndarray, k: int, allowed: AbstractSet[str]) -> list[tuple[str, float]]:
-        """Nearest vectors of one partition among ``allowed`` ids only (index and not-yet-indexed tail).
-
-        Authorization happened before this call: no id outside ``allowed`` is ever scored.
-        """
         live = self._live[pid]
         q = np.asarray(q, dtype=np.float32)
         if q.shape != (live.part.dim,):
             raise IndexMismatch(f"query of shape {q.shape} against {live.part.ref.name} ({live.part.dim} dims)")
-        everything = len(allowed) >= len(live.views) and allowed >= live.views.views.keys()
-        hits = live.index.search(q, k, None if everything else allowed)
-        tail = [i for i in live.pending if i in allowed]
+        everything = allowed is None or (len(allowed) >= len(live.views) and allowed >= live.views.views.keys())
+        hits = [Nearest(i, s, "index") for i, s in live.index.search(q, k, None if everything else allowed)]
+        tail = list(live.pending) if allowed is None else [i for i in live.pending if i in allowed]
         if tail:
-            hits += top_k(tail, np.dot(np.stack([live.pending[i] for i in tail]), q), k)
-        hits.sort(key=lambda h: (-h[1], h[0]))
+            scores = np.dot(np.stack([live.pending[i] for i in tail]), q)
+            hits += [Nearest(i, s, "tail") for i, s in top_k(tail, scores, k)]
+        hits.sort(key=lambda h: (-h.score, h.id))
         return hits[:k]
 
     # -- index maintenance -----------------------------------------------------------------------------------------
@@ -975,6 +964,7 @@ class Store:
         per: dict[str, dict[str, int | str]] = {}
         for lv in self._live.values():
             per[lv.part.ref.name] = {
+                "index": str(getattr(lv.index, "kind", type(lv.index).__name__)),
                 "indexed": len(lv.index),
                 "pending": len(lv.pending),
                 "embedder": lv.part.embedder,
@@ -998,4 +988,4 @@ class Store:
         self.kv.close()
 
 
-__all__ = ["Hit", "Partition", "PrivacyScope", "Store", "StoreStats"]
+__all__ = ["Nearest", "Partition", "PrivacyScope", "Store", "StoreStats"]
