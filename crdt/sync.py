@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from gaml.crdt import wire
+from gaml.crdt.objects import object_id
 from gaml.crdt.wire import Ack, BadMessage, Have, Hello, Message, Need, Roster, Send, Tags
 from gaml.policy.crypto import Entropy, keyed_hash
 from gaml.policy.errors import GamlError, StoreError
@@ -94,8 +95,11 @@ class ObjectStore(Protocol):
         """The bytes of those of ``oids`` it holds (any order)."""
         ...
 
-    def accept(self, bid: bytes, objs: Sequence[bytes], peer: str, now: int) -> tuple[int, int]:
-        """Verify and store objects a peer sent: (accepted, rejected)."""
+    def accept(
+        self, bid: bytes, objs: Sequence[bytes], peer: str, now: int, oids: Sequence[bytes] | None = None
+    ) -> tuple[int, int]:
+        """Verify and store objects a peer sent: (accepted, rejected). ``oids``: their ids (``object_id`` of each, in
+        order), when the caller has them: the engine matched every object to a request by its id."""
         ...
 
     def cursor(self, bid: bytes, peer: str) -> int:
@@ -130,11 +134,6 @@ class PeerStats:
 
 
 _COUNTERS: Final = tuple(f.name for f in dataclasses.fields(PeerStats) if f.name != "open_boundaries")
-
-
-def object_id(obj: bytes) -> bytes:
-    """An object's id: sha256 of its bytes (crdt.objects.object_id)."""
-    return hashlib.sha256(obj).digest()
 
 
 def roster_digest(roster: bytes) -> bytes:
@@ -427,18 +426,18 @@ class Sync:
             c["objects_unrequested"] += len(msg.objects)
             return
         wanted: list[bytes] = []
-        got: set[bytes] = set()
+        got: dict[bytes, None] = {}  # the ids of ``wanted``, in order
         for obj in msg.objects:
             oid = object_id(obj)
             if oid in inc.pending and oid not in got:
-                got.add(oid)
+                got[oid] = None
                 wanted.append(obj)
         c["objects_unrequested"] += len(msg.objects) - len(wanted)
         if wanted:
-            accepted, rejected = self._replica.accept(link.bid, wanted, peer, now)
+            accepted, rejected = self._replica.accept(link.bid, wanted, peer, now, oids=list(got))
             c["objects_accepted"] += accepted
             c["objects_rejected"] += rejected
-        inc.pending -= got
+        inc.pending.difference_update(got)
         inc.pending.difference_update(msg.missing)
         if not inc.pending:
             link.inc = None

@@ -149,7 +149,7 @@ class Replica:
             self._erasing[data[:32].decode()] = data[32:]
         for _, data in self.store.scan_meta("repobj"):
             bid, seq, flag, asset = _HEAD.unpack_from(data)
-            oid = crypto.digest(data[_HEAD.size :]) if flag != DROPPED else data[_HEAD.size :]
+            oid = object_id(data[_HEAD.size :]) if flag != DROPPED else data[_HEAD.size :]
             self._index(oid, _Obj(bid, seq, flag, "" if asset == _NO_ASSET else asset.hex()))
         state = self.store.read_meta(self._name("repstate", "journal"))
         self._jseq = struct.unpack(">Q", state)[0] if state else 0
@@ -556,17 +556,23 @@ class Replica:
 
     # -- from objects to the store ------------------------------------------------------------------------------------
 
-    def accept(self, bid: bytes, objs: Sequence[bytes], peer: str, now: int) -> tuple[int, int]:
-        """Take objects a peer sent for a boundary: (accepted, rejected). See the module docstring."""
+    def accept(
+        self, bid: bytes, objs: Sequence[bytes], peer: str, now: int, oids: Sequence[bytes] | None = None
+    ) -> tuple[int, int]:
+        """Take objects a peer sent for a boundary: (accepted, rejected). See the module docstring. ``oids``: the
+        objects' ids, when the caller has hashed them (the sync engine): they are not hashed again."""
+        if oids is not None and len(oids) != len(objs):
+            raise InvalidInput(f"{len(oids)} object ids for {len(objs)} objects")
         if not self.authorized(bid, peer):
             self.counters["rejected_unauthorized"] += len(objs)
             return 0, len(objs)
         self.pump(now)  # this node's own writes become objects before anything is merged over them
         b = self._bounds[bid]
+        given: Sequence[bytes | None] = [None] * len(objs) if oids is None else oids
         if b.roster.role(self.node_id) == "relay":
-            return self._carry(b, objs)
+            return self._carry(b, objs, given)
         try:
-            accepted, rejected = self._accept(b, objs, now)
+            accepted, rejected = self._accept(b, objs, given, now)
         except BaseException:
             self._reset()
             raise
@@ -574,7 +580,7 @@ class Replica:
         self.counters["accepted"] += accepted
         return accepted, rejected
 
-    def _accept(self, b: _Bound, objs: Sequence[bytes], now: int) -> tuple[int, int]:
+    def _accept(self, b: _Bound, objs: Sequence[bytes], oids: Sequence[bytes | None], now: int) -> tuple[int, int]:
         bid = b.boundary.id
         tx = _Txn()
         accepted = rejected = 0
@@ -582,8 +588,8 @@ class Replica:
         fresh: dict[str, bytes] = {}  # documents as received (not merged with anything): their bytes, unsaved
         changed: dict[str, Asset] = {}
         remerge: set[str] = set()
-        for obj in objs:
-            reason = self._take(tx, b, obj, docs, fresh, changed, remerge)
+        for obj, oid in zip(objs, oids, strict=True):
+            reason = self._take(tx, b, obj, oid, docs, fresh, changed, remerge)
             if reason:
                 rejected += 1
                 self.counters[f"rejected_{reason}"] += 1
@@ -604,12 +610,13 @@ class Replica:
         tx: _Txn,
         b: _Bound,
         obj: bytes,
+        oid: bytes | None,
         docs: dict[str, AssetDoc],
         fresh: dict[str, bytes],
         changed: dict[str, Asset],
         remerge: set[str],
     ) -> str:
-        """Check and merge one object; returns why it was rejected, or ''."""
+        """Check and merge one object (``oid``: its id, if known); returns why it was rejected, or ''."""
         bid = b.boundary.id
         try:
             route, _ = peek(obj)
@@ -617,12 +624,13 @@ class Replica:
             return "malformed"
         if route != b.boundary.route:
             return "route"
-        oid = object_id(obj)
+        if oid is None:
+            oid = object_id(obj)
         if oid in self._objs:
             self.counters["duplicates"] += 1
             return ""
         try:
-            o = open_object(obj, b.keys)
+            o = open_object(obj, b.keys, oid=oid)
         except BadObject:
             return "forged"
         if b.roster.role(o.writer) != "member":
@@ -733,11 +741,11 @@ class Replica:
             self.store.write_meta(tx.meta)
         self.counters["materialized"] += len(assets)
 
-    def _carry(self, b: _Bound, objs: Sequence[bytes]) -> tuple[int, int]:
+    def _carry(self, b: _Bound, objs: Sequence[bytes], oids: Sequence[bytes | None]) -> tuple[int, int]:
         """A relay keeps what it is given for a boundary it cannot read, and offers it on."""
         tx = _Txn()
         accepted = rejected = 0
-        for obj in objs:
+        for obj, given in zip(objs, oids, strict=True):
             try:
                 route, _ = peek(obj)
             except BadObject:
@@ -746,7 +754,7 @@ class Replica:
             if route != b.boundary.route:
                 rejected += 1
                 continue
-            oid = object_id(obj)
+            oid = object_id(obj) if given is None else given
             if oid not in self._objs:
                 self._seq += 1
                 self._put_obj(tx, oid, _Obj(b.boundary.id, self._seq, CURRENT, ""), obj)

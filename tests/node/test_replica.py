@@ -20,7 +20,7 @@ from gaml.node.core.store.store import Store
 from gaml.node.core.text import parsers
 from gaml.node.core.text.privacy import Rules
 from gaml.policy import crypto
-from gaml.policy.errors import Deleted, NotFound
+from gaml.policy.errors import Deleted, InvalidInput, NotFound
 from gaml.policy.keychain import NODE_IDENTITY_REF
 from gaml.policy.model import AssetType, ReplicationPolicy
 from gaml.simulations.nodes import make_node
@@ -122,6 +122,21 @@ def test_concurrent_edits_merge_to_the_same_asset_in_either_order() -> None:
     transfer(c, d, bid2, NOW + 3)
     assert record_of(c.node.store.get(j)) == record_of(d.node.store.get(j))
     assert record_of(c.node.store.get(j))["tags"] == record_of(got_a)["tags"]
+
+
+def test_ids_handed_with_the_objects_are_not_computed_again() -> None:
+    """The ids a caller hands with the objects (the sync engine hashed each to match it to a request) are the ones
+    the replica keeps them under: an object's bytes are hashed once on the way in."""
+    a, b, bid = pair()
+    a.node.put([private("alice likes green tea")], NOW)
+    a.pump(NOW)
+    ids, _ = a.log_after(bid, 0, 10)
+    (obj,) = a.objects(bid, ids)
+    named = b"\x07" * 32  # not the object's hash: taken as given, so nobody hashed it again
+    assert b.accept(bid, [obj], a.node_id, NOW, oids=[named]) == (1, 0)
+    assert b.has(named) and not b.has(ids[0])
+    with pytest.raises(InvalidInput, match="ids for"):
+        b.accept(bid, [obj], a.node_id, NOW, oids=[])
 
 
 def test_merged_records_are_stored_as_merged_whatever_the_times() -> None:
