@@ -49,7 +49,7 @@ from gaml.crdt.membership import create as roster_create
 from gaml.crdt.membership import remove as roster_remove
 from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, BadObject, object_id, open_object, peek, seal_object
 from gaml.node.core.node import Node
-from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Store
+from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Records, Store
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from gaml.policy.model import Asset
@@ -588,8 +588,10 @@ class Replica:
         fresh: dict[str, bytes] = {}  # documents as received (not merged with anything): their bytes, unsaved
         changed: dict[str, Asset] = {}
         remerge: set[str] = set()
+        # The stored records, each opened once for the batch: checked here, then written against by the node's put.
+        records = Records()
         for obj, oid in zip(objs, oids, strict=True):
-            reason = self._take(tx, b, obj, oid, docs, fresh, changed, remerge)
+            reason = self._take(tx, b, obj, oid, records, docs, fresh, changed, remerge)
             if reason:
                 rejected += 1
                 self.counters[f"rejected_{reason}"] += 1
@@ -600,7 +602,7 @@ class Replica:
         for id_, doc in docs.items():
             if id_ not in remerge:  # a remerged one was saved as it was sealed
                 tx.meta[self._doc_name(bid, id_)] = fresh[id_] if id_ in fresh else doc.save()
-        self._materialize(tx, [a for _, a in sorted(changed.items())], now)
+        self._materialize(tx, [a for _, a in sorted(changed.items())], now, records)
         self._jseq = self.store.seq  # those writes were these objects: nothing to pump back
         self.store.write_meta({self._name("repstate", "journal"): struct.pack(">Q", self._jseq)})
         return accepted, rejected
@@ -611,6 +613,7 @@ class Replica:
         b: _Bound,
         obj: bytes,
         oid: bytes | None,
+        records: Records,
         docs: dict[str, AssetDoc],
         fresh: dict[str, bytes],
         changed: dict[str, Asset],
@@ -637,7 +640,7 @@ class Replica:
             return "writer"
         id_ = o.asset_id
         try:
-            stored: Asset | None = self.store.get(id_, include_deleted=True)
+            stored: Asset | None = self.store.get(id_, include_deleted=True, records=records)
         except NotFound:
             stored = None
         local = None if stored is None or stored.tombstone else stored  # the live copy here, if any
@@ -724,16 +727,16 @@ class Replica:
             raise InvalidAsset(f"asset {asset.id} belongs to another boundary here")
         Store.check_identity(stored, asset)
 
-    def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int) -> None:
+    def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int, records: Records) -> None:
         try:
-            self.node.put(assets, now, meta=tx.meta, exact_times=True)
+            self.node.put(assets, now, meta=tx.meta, exact_times=True, records=records)
         except StoreError:
             raise  # the store is failing, not the assets: nothing is recorded, the peer sends them again
         except GamlError:
             # One asset the store refuses must not keep the others out: write them one by one, then the records.
             for a in assets:
                 try:
-                    self.node.put([a], now, exact_times=True)
+                    self.node.put([a], now, exact_times=True, records=records)  # stale after a write: read again
                 except StoreError:
                     raise
                 except GamlError:

@@ -147,6 +147,27 @@ class _Live:
     views: PartitionViews = dataclasses.field(default_factory=PartitionViews, repr=False)
 
 
+class Records:
+    """Records opened from one store, kept for what reads them next so that each is opened once: the batch the
+    replication accept path checks and then writes (:meth:`Store.put_many`).
+
+    It holds records as stored (a tombstone too; None for an id that has no record) at one :attr:`Store.state`. The
+    store empties it whenever it meets it at another state, so nothing stale is ever used. With a ``limit``, it is
+    emptied before a read once it holds more records. Like the views, it never decides what a caller may see: only
+    ids already chosen are looked up in it.
+    """
+
+    __slots__ = ("assets", "limit", "state")
+
+    def __init__(self, limit: int = 0) -> None:
+        self.limit = limit  # 0: no limit
+        self.state: tuple[int, int] | None = None
+        self.assets: dict[str, Asset | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.assets)
+
+
 def _check_id(id_: str) -> str:
     if not isinstance(id_, str) or not ID_RE.match(id_):
         raise InvalidAsset(f"not an asset id: {id_!r}")
@@ -192,6 +213,7 @@ class Store:
         self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term))
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
+        self.local_writes = 0  # commits of local state (update_local) since the store opened: they are not journaled
         self.rebuilt_indexes = 0
         self.replayed_events = 0
 
@@ -426,6 +448,12 @@ class Store:
                 return v
         return None
 
+    @property
+    def state(self) -> tuple[int, int]:
+        """Where the records stand: the journal position and the local-state commits since the store opened. While
+        it is the same, so is every record (what :class:`Records` relies on)."""
+        return self.seq, self.local_writes
+
     # -- records ---------------------------------------------------------------------------------------------------
 
     @staticmethod
@@ -540,6 +568,7 @@ class Store:
         *,
         sign: bool = False,
         meta: Mapping[bytes, bytes | None] | None = None,
+        records: Records | None = None,
     ) -> list[bool]:
         """Store assets and their vectors in one atomic, durable commit. All or nothing.
 
@@ -550,6 +579,8 @@ class Store:
         Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
         ``meta`` records (name → plaintext, or None to delete; see :meth:`meta_name`) are sealed and committed in the
         same batch, so a caller's bookkeeping (an ingestion watermark) is atomic with the assets it describes.
+        ``records``: what the caller already opened of these ids (the replication accept path): the stored records are
+        read through it, not opened again.
         """
         if len(assets) != len(vectors):
             raise InvalidAsset("one vector (or None) per asset")
@@ -569,7 +600,7 @@ class Store:
             if not sign:
                 self.verify(a)
         sids = [self.sid(i) for i in ids]
-        olds = self._load_existing(sids)
+        olds = self._load_existing(sids) if records is None else self._open_many(ids, records)
         for a, old in zip(assets, olds, strict=True):
             if old is not None:
                 self._check_edit(old, a)
@@ -628,6 +659,7 @@ class Store:
             ops.append(Put("assets", sid, self._seal_record(new, live)))
         if ops:
             self.kv.commit(ops)
+            self.local_writes += 1
         return len(ops)
 
     # -- sealed bookkeeping records (meta space) -------------------------------------------------------------------
@@ -820,20 +852,39 @@ class Store:
 
     # -- reads -----------------------------------------------------------------------------------------------------
 
-    def get(self, id_: str, *, include_deleted: bool = False) -> Asset:
-        sid = self.sid(_check_id(id_))
-        blob = self.kv.load("assets", sid)
-        if blob is None:
+    def get(self, id_: str, *, include_deleted: bool = False, records: Records | None = None) -> Asset:
+        """One asset (NotFound, or Deleted unless ``include_deleted``); read through ``records`` when given."""
+        if records is not None:
+            (asset,) = self._open_many([id_], records)
+        else:
+            sid = self.sid(_check_id(id_))
+            blob = self.kv.load("assets", sid)
+            asset = None if blob is None else self._open_record(sid, blob)
+        if asset is None:
             raise NotFound(f"no asset {id_}")
-        asset = self._open_record(sid, blob)
         if asset.tombstone and not include_deleted:
             raise Deleted(f"asset {id_} was deleted")
         return asset
 
-    def get_many(self, ids: Sequence[str]) -> list[Asset | None]:
-        """The live assets for ``ids`` in order (None for missing or deleted ones)."""
-        found = self._load_existing([self.sid(_check_id(i)) for i in ids])
+    def get_many(self, ids: Sequence[str], *, records: Records | None = None) -> list[Asset | None]:
+        """The live assets for ``ids`` in order (None for missing or deleted ones); read through ``records`` when
+        given."""
+        found = self._open_many(ids, records)
         return [a if a is not None and not a.tombstone else None for a in found]
+
+    def _open_many(self, ids: Sequence[str], records: Records | None) -> list[Asset | None]:
+        """The records of ``ids`` as stored (tombstones too; None: no record), each opened at most once per state
+        of the store when ``records`` keeps them."""
+        if records is None:
+            return self._load_existing([self.sid(_check_id(i)) for i in ids])
+        if records.state != self.state or (records.limit and len(records.assets) > records.limit):
+            records.assets.clear()
+            records.state = self.state
+        held = records.assets
+        todo = [i for i in dict.fromkeys(ids) if i not in held]
+        if todo:
+            held.update(zip(todo, self._load_existing([self.sid(_check_id(i)) for i in todo]), strict=True))
+        return [held[i] for i in ids]
 
     def list_ids(self, field: str, value: str, *, limit: int | None = None) -> list[str]:
         """Ids of live assets whose ``field`` (type, scope, owner, tenant, entity, goal, segment, tag) is ``value``."""
@@ -988,4 +1039,4 @@ class Store:
         self.kv.close()
 
 
-__all__ = ["Nearest", "Partition", "PrivacyScope", "Store", "StoreStats"]
+__all__ = ["Nearest", "Partition", "PrivacyScope", "Records", "Store", "StoreStats"]
