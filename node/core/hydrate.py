@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from gaml.node.core.access.retrieve import Authorized, Relevance, SearchRequest
+from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
 from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.store.views import View
 from gaml.node.core.text import envelope, extract
@@ -305,10 +305,11 @@ class Hydrator:
         beyond_total = 0
         beyond_where: dict[str, int] = {}
         shown: list[_Unit] = []
+        query = self.retriever.query(sreq.text)  # the goal, embedded once for every segment (when one ranks)
         for seg in plane:
             keep = {pid: self._in_segment(pid, ids, seg.name, named) - contradicted for pid, ids in auth.keep.items()}
             titled = len(plane) > 1 or seg.name != "*"
-            out = self._segment(req, sreq, seg, auth, keep, len(facts), titled)
+            out = self._segment(req, sreq, query, seg, auth, keep, len(facts), titled)
             paths.append((out["path"], out["fallback"]))
             lines += out["lines"]
             facts += out["facts"]
@@ -431,6 +432,7 @@ class Hydrator:
         self,
         req: HydrationRequest,
         sreq: SearchRequest,
+        query: Query,
         seg: Segment,
         auth: Authorized,
         keep: dict[bytes, set[str]],
@@ -443,7 +445,7 @@ class Hydrator:
         fallback = ""
         path = "recency"
         if req.mode != "recency":
-            rel = self.retriever.relevance(sreq, keep, depth)
+            rel = self.retriever.relevance(sreq, keep, depth, query)
             path = _relevance_path(rel)
             if rel.dense_error or (rel.dense_empty and sreq.mode != "lexical"):
                 fallback = rel.dense_error or rel.dense_empty

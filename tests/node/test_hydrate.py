@@ -463,6 +463,34 @@ def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> No
     assert not any(zurich in f["covers"] or f["id"] == zurich for f in second.receipt["facts"])
 
 
+class Counting(HashEmbedder):
+    """An embedder that counts the texts it is asked to embed (a fake, not a mock)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        return super().embed(texts)
+
+
+def test_the_goal_is_embedded_once_per_hydration_whatever_the_plane() -> None:
+    """A plane of several segments, each ranked for the goal, embeds the goal once per hydration; a recency frame
+    embeds nothing."""
+    node = build(memory_world())
+    counting = node.embedder = node.retriever.embedder = Counting(64)
+    goal = "billing database export CSV"
+    plane = (Segment("work", 200), Segment("*", 200), Segment("elsewhere", 100))
+    h = Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
+    ranked = {f["segment"] for f in h.receipt["facts"] if f["seeded_by"] == "relevance"}
+    assert ranked == {"work", "*"} and counting.texts == [goal]  # two segments ranked for it (elsewhere is empty)
+    Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
+    assert counting.texts == [goal, goal]
+    Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane, mode="recency"))
+    assert counting.texts == [goal, goal]
+
+
 def test_no_unit_is_cut_while_another_could_still_be_demoted(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     """At every budget from roomy to tiny, after fitting: if any unit was cut, no unit left could move lower."""
     import gaml.node.core.hydrate as hydrate_module

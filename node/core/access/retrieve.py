@@ -157,6 +157,32 @@ class Relevance:
     dense_empty: str = ""  # the embedder gave no vector for the text (nothing to rank by; not an error)
 
 
+class Query:
+    """A request's text as the dense path needs it, embedded at most once, on first use, however many relevance
+    calls share it (the plane segments of one hydration): the vector, or why there is none."""
+
+    __slots__ = ("_dense", "embedder", "text")
+
+    def __init__(self, text: str, embedder: Embedder) -> None:
+        self.text = text
+        self.embedder = embedder
+        self._dense: tuple[np.ndarray | None, str, str] | None = None
+
+    def dense(self) -> tuple[np.ndarray | None, str, str]:
+        """(the unit vector or None, why the embedder failed, why it gave no vector for the text)."""
+        if self._dense is None:
+            q: np.ndarray | None = None
+            error = empty = ""
+            try:
+                (q,) = self.embedder.embed([self.text])
+            except GamlError as e:
+                q, error = None, f"the embedder {self.embedder.id} failed: {e}"
+            if q is not None and float(np.linalg.norm(q)) == 0:
+                q, empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
+            self._dense = (q, error, empty)
+        return self._dense
+
+
 class Retriever:
     def __init__(self, store: Store, governance: Governance, embedder: Embedder) -> None:
         self.store = store
@@ -314,11 +340,18 @@ class Retriever:
                 return True
         return False
 
-    def relevance(self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int) -> Relevance:
+    def query(self, text: str) -> Query:
+        """The dense query of ``text``, for relevance calls that share it (embedded once, when first needed)."""
+        return Query(text, self.embedder)
+
+    def relevance(
+        self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int, query: Query | None = None
+    ) -> Relevance:
         """Stage 7 over the ids in ``keep`` (already authorized): the ``depth`` best of each path, fused by RRF.
 
         A dense path that cannot run (the embedder fails, or gives a zero vector for the text) is reported in
-        ``dense_error`` rather than raised, so that a caller can declare the degraded path.
+        ``dense_error`` rather than raised, so that a caller can declare the degraded path. ``query``: the request
+        text's :meth:`query`, when several calls rank for the same text (else it is embedded here).
         """
         by_pid = {pid: ids for pid, ids in keep.items() if ids}
         if not by_pid:
@@ -328,12 +361,11 @@ class Retriever:
         lexical: dict[str, tuple[int, float]] = {}
         dense_error = dense_empty = ""
         if req.mode in ("hybrid", "dense") and req.text.strip():
-            try:
-                (q,) = self.embedder.embed([req.text])
-            except GamlError as e:
-                q, dense_error = None, f"the embedder {self.embedder.id} failed: {e}"
-            if q is not None and float(np.linalg.norm(q)) == 0:
-                q, dense_empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
+            if query is None:
+                query = self.query(req.text)
+            elif query.text != req.text:
+                raise InvalidInput("a shared query is the request's own text")
+            q, dense_error, dense_empty = query.dense()
             if q is not None:
                 hits: list[Nearest] = []
                 for pid, ids in by_pid.items():
