@@ -49,6 +49,7 @@ from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
 from gaml.node.core.node import Node, display_text, whose
+from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
 from gaml.node.core.text import envelope, extract
 from gaml.node.core.tokens import HeuristicCounter, TokenCounter
@@ -262,19 +263,20 @@ class Hydrator:
         node: Node,
         counter: TokenCounter | None = None,
         *,
-        on_read: Callable[[Sequence[tuple[str, Level]], int], None] | None = None,
+        on_read: Callable[[Sequence[tuple[str, Level]], int, Records], None] | None = None,
     ) -> None:
         self.node = node
         self.store = node.store
         self.retriever = node.retriever
         self.counter = counter or HeuristicCounter()
-        self.on_read = on_read  # told what the frame holds (Ladder.visit keeps the tiers' heat)
-        # Records read for earlier frames, while the store has not changed (its journal position is the same): a
-        # running node serves many frames over the same memory, and opening a record (decrypt, verify the encoding,
-        # build the asset) is most of a frame's cost. Only ids already authorized for the current caller are looked
-        # up here; the cache never decides what a caller sees.
-        self._records: dict[str, Asset] = {}
-        self._records_seq = -1
+        # Told what the frame holds, with the records the frame opened (Ladder.visit keeps the tiers' heat, reading
+        # them through it and leaving it current).
+        self.on_read = on_read
+        # Records read for earlier frames, while the store has not changed (Store.state): a running node serves many
+        # frames over the same memory, and opening a record (decrypt, verify the encoding, build the asset) is most of
+        # a frame's cost. Only ids already authorized for the current caller are looked up here; the cache never
+        # decides what a caller sees.
+        self._records = Records(RECORD_CACHE)
 
     def count(self, line: str) -> int:
         return self.counter.count(line + "\n")
@@ -743,13 +745,7 @@ class Hydrator:
         return groups
 
     def _get_many(self, ids: Sequence[str]) -> dict[str, Asset | None]:
-        if self._records_seq != self.store.seq or len(self._records) > RECORD_CACHE:
-            self._records, self._records_seq = {}, self.store.seq
-        todo = [i for i in dict.fromkeys(ids) if i not in self._records]
-        for id_, asset in zip(todo, self.store.get_many(todo), strict=True):
-            if asset is not None:
-                self._records[id_] = asset
-        return {i: self._records.get(i) for i in ids}
+        return dict(zip(ids, self.store.get_many(ids, records=self._records), strict=True))
 
     def _group(self, u: _Unit, found: Mapping[str, Asset | None]) -> _Group:
         if not u.group:
@@ -932,7 +928,7 @@ class Hydrator:
             auth.principal, req.purpose, req.location, req.now, "hydrate", items, detail=detail, private=private
         )
         if self.on_read is not None and reads:
-            self.on_read(reads, req.now)
+            self.on_read(reads, req.now, self._records)
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------------

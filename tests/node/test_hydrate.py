@@ -18,13 +18,15 @@ from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segmen
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.node import Node
+from gaml.node.core.store.kv import MemoryKV
+from gaml.node.core.store.store import Records
 from gaml.node.core.text import envelope, parsers
 from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter
 from gaml.policy.access import Grant, Permission, Principal, UnknownPrincipal
 from gaml.policy.errors import GamlError, InvalidInput
 from gaml.policy.model import Level
-from tests.node.conftest import NOW, World, memory_world, rocks_world
+from tests.node.conftest import NOW, CountingKV, World, memory_world, rocks_world
 
 MIN_US = 60 * 10**6
 LATER = NOW + 24 * 3600 * 10**6  # after every session
@@ -489,6 +491,35 @@ def test_the_goal_is_embedded_once_per_hydration_whatever_the_plane() -> None:
     assert counting.texts == [goal, goal]
     Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane, mode="recency"))
     assert counting.texts == [goal, goal]
+
+
+def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:
+    """The ladder's visit takes the records the hydrator opened: it reads none of the shown assets again, persists
+    their heat, and that heat adds up over frames, also after a visit from elsewhere (the records stay current)."""
+    kv = CountingKV(MemoryKV())
+    w = memory_world()
+    w.make_kv = lambda: kv
+    node = build(w)
+    ladder = Ladder(node, Ingestor(node, Rules.load_default()))
+    during: list[int] = []
+
+    def visit(reads: Sequence[tuple[str, Level]], now: int, records: Records) -> None:
+        before = kv.loaded("assets")
+        ladder.visit(reads, now, records)
+        during.append(kv.loaded("assets") - before)
+
+    hydrator = Hydrator(node, on_read=visit)
+    req = HydrationRequest("which port does the billing database listen on?", "alice", LATER, 400)
+    shown = sorted({f["id"] for f in hydrator.hydrate(req).receipt["facts"]})
+    assert shown and during == [0]
+    assert [node.store.get(i).heat.visits for i in shown] == [1] * len(shown)
+    assert sorted({f["id"] for f in hydrator.hydrate(req).receipt["facts"]}) == shown
+    assert during == [0, 0]
+    assert [node.store.get(i).heat.visits for i in shown] == [2] * len(shown)
+    ladder.visit([(shown[0], Level.L0)], LATER)  # a visit that does not go through the hydrator's records
+    hydrator.hydrate(req)
+    assert during == [0, 0, 0]
+    assert [node.store.get(i).heat.visits for i in shown] == [4] + [3] * (len(shown) - 1)
 
 
 def test_no_unit_is_cut_while_another_could_still_be_demoted(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -280,6 +280,11 @@ def test_opened_records_serve_only_while_the_store_is_unchanged(world: World) ->
     node.store.update_local([(a, Tier.COLD, Heat(1, NOW + 3, 1.0))])  # local state: no journal entry, yet a change
     assert node.store.seq == seq and node.store.get(a, records=records).tier is Tier.COLD
     assert node.store.get(a, records=records).heat == Heat(1, NOW + 3, 1.0)
+    # A local-state write made through the records leaves them current: they hold what a fresh read returns.
+    state = node.store.state
+    node.store.update_local([(a, Tier.WARM, Heat(2, NOW + 4, 2.0))], records=records)
+    assert node.store.state != state and records.state == node.store.state
+    assert records.assets[a] == node.store.get(a) and records.assets[a].tier is Tier.WARM
 
 
 def test_replay_after_unclean_stop(world: World) -> None:

@@ -149,12 +149,13 @@ class _Live:
 
 class Records:
     """Records opened from one store, kept for what reads them next so that each is opened once: the batch the
-    replication accept path checks and then writes (:meth:`Store.put_many`).
+    replication accept path checks and then writes (:meth:`Store.put_many`), the frames of a hydrator and the visits
+    that record them (:meth:`Store.update_local`).
 
     It holds records as stored (a tombstone too; None for an id that has no record) at one :attr:`Store.state`. The
-    store empties it whenever it meets it at another state, so nothing stale is ever used. With a ``limit``, it is
-    emptied before a read once it holds more records. Like the views, it never decides what a caller may see: only
-    ids already chosen are looked up in it.
+    store empties it whenever it meets it at another state, so nothing stale is ever used, and keeps it current through
+    the local-state writes made through it. With a ``limit``, it is emptied before a read once it holds more
+    records. Like the views, it never decides what a caller may see: only ids already chosen are looked up in it.
     """
 
     __slots__ = ("assets", "limit", "state")
@@ -640,16 +641,21 @@ class Store:
             live.dirty = True
         return changed
 
-    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]]) -> int:
+    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]], *, records: Records | None = None) -> int:
         """Set the local, unsigned state (tier and heat) of live assets in one commit; returns how many changed.
 
         Local state is not content: no version, no signature, no journal entry (it does not replicate).
+        ``records``: what the caller already opened (a hydrator's frames): the records are read through it, and it
+        holds the rewritten ones afterwards, so it stays current.
         """
         if not changes:
             return 0
-        sids = [self.sid(_check_id(i)) for i, _, _ in changes]
+        ids = [_check_id(i) for i, _, _ in changes]
+        sids = [self.sid(i) for i in ids]
+        olds = self._load_existing(sids) if records is None else self._open_many(ids, records)
         ops: list[Op] = []
-        for sid, old, (id_, tier, heat) in zip(sids, self._load_existing(sids), changes, strict=True):
+        written: dict[str, Asset] = {}
+        for sid, old, (id_, tier, heat) in zip(sids, olds, changes, strict=True):
             if old is None:
                 raise NotFound(f"no asset {id_}")
             if old.tombstone or (old.tier is tier and old.heat == heat):
@@ -657,9 +663,13 @@ class Store:
             new = old.evolve(tier=tier, heat=heat)  # a stored record is not validated again: its local state changes
             live = self._live[self.pid_of(partition_of(old))]
             ops.append(Put("assets", sid, self._seal_record(new, live)))
+            written[id_] = new
         if ops:
             self.kv.commit(ops)
             self.local_writes += 1
+            if records is not None:  # it was at the state before this commit (read through just now): move it on
+                records.assets.update(written)
+                records.state = self.state
         return len(ops)
 
     # -- sealed bookkeeping records (meta space) -------------------------------------------------------------------
