@@ -360,7 +360,7 @@ def _bench(
         part_rows.setdefault(partition_of(a).name, []).append(j)
     ids = [a.id for a in prepared]
     del prepared
-    kinds = {lv.part.ref.name: getattr(lv.index, "kind", type(lv.index).__name__) for lv in store._live.values()}
+    kinds = {name: str(p["index"]) for name, p in store.stats().partitions.items()}
     names5 = sorted(n for n in part_rows if readable(n))
     if len(part_rows) != len(parts) or len(names5) != 5:
         raise RuntimeError(f"expected {len(parts)} partitions and 5 readable ones, got {len(part_rows)} / {names5}")

@@ -14,9 +14,10 @@ Phases (all on the same seeded records):
    raw and store runs interleaved, a fresh database each time.
 2. index catch-up: ``Store.catch_up()`` of all pending vectors against raw ``hnswlib`` ``add_items`` of the same vectors
    per partition with the same M / ef_construction / seed / threads (read from ``HnswFactory``).
-3. search: ``Store.search`` over the partitions one principal may read (``--search principal``, the default) or over
-   every partition (``--search all``), against the raw pair: one raw hnswlib index per partition (same ef), merged,
-   plus a rocksdict multi-get of the k result records. p50 / p99, and recall@k against exact brute force.
+3. search: ``Store.dense_search`` (the one dense search, as retrieval runs it) in each partition one principal may read
+   (``--search principal``, the default) or in every partition (``--search all``), merged, plus ``Store.get_many`` of
+   the k result records; against the raw pair: one raw hnswlib index per partition (same ef), merged, plus a rocksdict
+   multi-get of the k result records. p50 / p99, and recall@k against exact brute force.
 
 Results: a Markdown table on stdout and in ``OUT/store-N.md``, the raw numbers in ``OUT/store-N.json``.
 """
@@ -639,9 +640,7 @@ def _run(args: argparse.Namespace, work: Path, started: dt.datetime) -> int:
         "checkpoint_s": t_ckpt,
         "snapshots": snaps,
         "hnsw_params": factory.kw,
-        "index_kinds": {
-            lv.part.ref.name: getattr(lv.index, "kind", type(lv.index).__name__) for lv in store._live.values()
-        },
+        "index_kinds": {name: p["index"] for name, p in store.stats().partitions.items()},
         "snapshot_bytes": sum(
             (work / f"home-{args.repeats - 1}" / "index" / n).stat().st_size for n in store.blobs.names()
         ),
@@ -671,8 +670,12 @@ def _run(args: argparse.Namespace, work: Path, started: dt.datetime) -> int:
         best = heapq.nsmallest(K, cands)
         return raw_db[[kb for _, kb in best]]
 
+    pids = [store.pid_of(ref) for ref in refs]
+
     def ours(q: np.ndarray) -> list[Any]:
-        return store.search(q, refs, K)
+        hits = sorted((h for pid in pids for h in store.dense_search(pid, q, K)), key=lambda h: (-h.score, h.id))[:K]
+        store.get_many([h.id for h in hits])  # the records, as the raw pair reads its records
+        return hits
 
     for q in qvecs[: args.warmup]:
         ours(q)
@@ -708,7 +711,7 @@ def _run(args: argparse.Namespace, work: Path, started: dt.datetime) -> int:
             kk = min(K, len(row))
             kth = float(np.partition(row, len(row) - kk)[len(row) - kk]) - 1e-5
             hits = hits_all[s + off]
-            rec_ours.append(sum(1 for h in hits if float(row[row_id[h.asset.id]]) >= kth) / kk)
+            rec_ours.append(sum(1 for h in hits if float(row[row_id[h.id]]) >= kth) / kk)
             raw_ids = [json.loads(v[v.index(b"{") :].split(b"\n", 1)[0])["id"] for v in raw_results[s + off]]
             rec_raw.append(sum(1 for i in raw_ids if float(row[row_id[i]]) >= kth) / kk)
     R["search"] = {

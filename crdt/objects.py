@@ -113,11 +113,12 @@ def peek(obj: bytes) -> tuple[bytes, int]:
     return route, int.from_bytes(obj[len(MAGIC) + ROUTE_BYTES : HEADER_BYTES], "big")
 
 
-def open_object(obj: bytes, keys: Mapping[int, bytes]) -> Opened:
+def open_object(obj: bytes, keys: Mapping[int, bytes], *, oid: bytes | None = None) -> Opened:
     """Open and verify an object with the group keys of its boundary (epoch -> key).
 
     :class:`BadObject` if it is malformed, its epoch has no key here, it was altered (the AEAD fails), or its signature
-    is not its writer's. The caller then checks that the writer is a current member of the boundary.
+    is not its writer's. The caller then checks that the writer is a current member of the boundary. ``oid``: the
+    object's id when the caller has computed it already (:func:`object_id` of these bytes): it is not hashed again.
     """
     route, epoch = peek(obj)
     key = keys.get(epoch)
@@ -138,4 +139,4 @@ def open_object(obj: bytes, keys: Mapping[int, bytes]) -> Opened:
         crypto.verify(writer, SIGN_TAG + header + body, signature)
     except BadSignature:
         raise BadObject("the object's signature is not its writer's") from None
-    return Opened(object_id(obj), route, epoch, writer.hex(), kind, asset.hex(), data)
+    return Opened(object_id(obj) if oid is None else oid, route, epoch, writer.hex(), kind, asset.hex(), data)

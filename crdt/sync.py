@@ -2,7 +2,7 @@
 
 A sans-I/O state machine (h11's shape): the transport tells it that a peer connected, sent a frame, or went away,
 and calls :meth:`Sync.tick` now and then; each call returns the frames to send as ``(peer, frame)`` pairs. It reads
-no clock (``now`` is a parameter, in the caller's unit: milliseconds in the shells), draws nonces only from the
+no clock (``now`` is a parameter, microseconds, as everywhere in the core), draws nonces only from the
 :class:`~policy.crypto.Entropy` it is given, and reaches the node only through the :class:`ObjectStore` protocol below.
 
 One session per connected peer::
@@ -46,13 +46,14 @@ from typing import Final, Protocol
 
 from gaml.crdt import wire
 from gaml.crdt.errors import BadMessage, SyncError
+from gaml.crdt.objects import object_id
 from gaml.crdt.wire import Ack, Have, Hello, Message, Need, Roster, Send, Tags
 from gaml.policy.crypto import Entropy, keyed_hash
 from gaml.policy.errors import GamlError, StoreError
 
 Effect = tuple[str, bytes]  # (peer node id, frame to send it)
 
-DEFAULT_RETRY_AFTER: Final = 5_000  # in the unit of ``now`` (milliseconds in the shells)
+DEFAULT_RETRY_AFTER: Final = 5_000_000  # microseconds, the unit of ``now``
 SEND_FRAMES_PER_STEP: Final = 8  # Send frames one link may emit per call; the rest go out on later ticks
 FETCH_IDS: Final = 32  # ids per replica.objects call while sending
 ANNOUNCE_SKIPS_MAX: Final = 64  # log stretches without current objects skipped per announcement (a bounded loop)
@@ -91,8 +92,11 @@ class ObjectStore(Protocol):
         """The bytes of those of ``oids`` it holds (any order)."""
         ...
 
-    def accept(self, bid: bytes, objs: Sequence[bytes], peer: str, now: int) -> tuple[int, int]:
-        """Verify and store objects a peer sent: (accepted, rejected)."""
+    def accept(
+        self, bid: bytes, objs: Sequence[bytes], peer: str, now: int, oids: Sequence[bytes] | None = None
+    ) -> tuple[int, int]:
+        """Verify and store objects a peer sent: (accepted, rejected). ``oids``: their ids (``object_id`` of each, in
+        order), when the caller has them: the engine matched every object to a request by its id."""
         ...
 
     def cursor(self, bid: bytes, peer: str) -> int:
@@ -127,11 +131,6 @@ class PeerStats:
 
 
 _COUNTERS: Final = tuple(f.name for f in dataclasses.fields(PeerStats) if f.name != "open_boundaries")
-
-
-def object_id(obj: bytes) -> bytes:
-    """An object's id: sha256 of its bytes (crdt.objects.object_id)."""
-    return hashlib.sha256(obj).digest()
 
 
 def roster_digest(roster: bytes) -> bytes:
@@ -424,18 +423,18 @@ class Sync:
             c["objects_unrequested"] += len(msg.objects)
             return
         wanted: list[bytes] = []
-        got: set[bytes] = set()
+        got: dict[bytes, None] = {}  # the ids of ``wanted``, in order
         for obj in msg.objects:
             oid = object_id(obj)
             if oid in inc.pending and oid not in got:
-                got.add(oid)
+                got[oid] = None
                 wanted.append(obj)
         c["objects_unrequested"] += len(msg.objects) - len(wanted)
         if wanted:
-            accepted, rejected = self._replica.accept(link.bid, wanted, peer, now)
+            accepted, rejected = self._replica.accept(link.bid, wanted, peer, now, oids=list(got))
             c["objects_accepted"] += accepted
             c["objects_rejected"] += rejected
-        inc.pending -= got
+        inc.pending.difference_update(got)
         inc.pending.difference_update(msg.missing)
         if not inc.pending:
             link.inc = None

@@ -71,7 +71,7 @@ class Status:
     journal_seq: int
     indexed: int
     pending: int
-    partitions: Mapping[str, Mapping[str, Any]]  # name -> {indexed, pending, embedder, epoch}
+    partitions: Mapping[str, Mapping[str, Any]]  # name -> {index, indexed, pending, embedder, epoch}
     rebuilt_indexes: int  # indexes rebuilt from the journal when the store opened
     replayed_events: int  # journal events replayed into the indexes when the store opened
     uptime_seconds: float | None

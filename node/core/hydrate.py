@@ -47,8 +47,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from gaml.node.core.access.retrieve import Authorized, Relevance, SearchRequest
+from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
 from gaml.node.core.node import Node, display_text, whose
+from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
 from gaml.node.core.text import envelope, extract
 from gaml.node.core.tokens import HeuristicCounter, TokenCounter
@@ -262,19 +263,20 @@ class Hydrator:
         node: Node,
         counter: TokenCounter | None = None,
         *,
-        on_read: Callable[[Sequence[tuple[str, Level]], int], None] | None = None,
+        on_read: Callable[[Sequence[tuple[str, Level]], int, Records], None] | None = None,
     ) -> None:
         self.node = node
         self.store = node.store
         self.retriever = node.retriever
         self.counter = counter or HeuristicCounter()
-        self.on_read = on_read  # told what the frame holds (Ladder.visit keeps the tiers' heat)
-        # Records read for earlier frames, while the store has not changed (its journal position is the same): a
-        # running node serves many frames over the same memory, and opening a record (decrypt, verify the encoding,
-        # build the asset) is most of a frame's cost. Only ids already authorized for the current caller are looked
-        # up here; the cache never decides what a caller sees.
-        self._records: dict[str, Asset] = {}
-        self._records_seq = -1
+        # Told what the frame holds, with the records the frame opened (Ladder.visit keeps the tiers' heat, reading
+        # them through it and leaving it current).
+        self.on_read = on_read
+        # Records read for earlier frames, while the store has not changed (Store.state): a running node serves many
+        # frames over the same memory, and opening a record (decrypt, verify the encoding, build the asset) is most of
+        # a frame's cost. Only ids already authorized for the current caller are looked up here; the cache never
+        # decides what a caller sees.
+        self._records = Records(RECORD_CACHE)
 
     def count(self, line: str) -> int:
         return self.counter.count(line + "\n")
@@ -305,19 +307,11 @@ class Hydrator:
         beyond_total = 0
         beyond_where: dict[str, int] = {}
         shown: list[_Unit] = []
+        query = self.retriever.query(sreq.text)  # the goal, embedded once for every segment (when one ranks)
         for seg in plane:
-            keep = {
-                pid: {
-                    i
-                    for i in ids
-                    if (self.store._live[pid].views.views[i].segment in named) == (seg.name != "*")
-                    and (seg.name == "*" or self.store._live[pid].views.views[i].segment == seg.name)
-                }
-                - contradicted
-                for pid, ids in auth.keep.items()
-            }
+            keep = {pid: self._in_segment(pid, ids, seg.name, named) - contradicted for pid, ids in auth.keep.items()}
             titled = len(plane) > 1 or seg.name != "*"
-            out = self._segment(req, sreq, seg, auth, keep, len(facts), titled)
+            out = self._segment(req, sreq, query, seg, auth, keep, len(facts), titled)
             paths.append((out["path"], out["fallback"]))
             lines += out["lines"]
             facts += out["facts"]
@@ -347,7 +341,7 @@ class Hydrator:
             "counter": self.counter.name,
             "path": path,
             "fallback": fallback,
-            "partitions": sorted(self.store._live[pid].part.ref.name for pid, _ in auth.partitions),
+            "partitions": sorted(self.store.partition_name(pid) for pid, _ in auth.partitions),
             "overhead": overhead,
             "segments": segments,
             "facts": facts,
@@ -391,6 +385,13 @@ class Hydrator:
         )
         return "r_" + self.store.mac(b"receipt", body.encode())[:10].hex()
 
+    def _in_segment(self, pid: bytes, ids: set[str], name: str, named: set[str]) -> set[str]:
+        """Those of a partition's ``ids`` that belong to segment ``name`` (``*``: to no segment the plane names)."""
+        views = self.store.views(pid).views
+        if name == "*":
+            return {i for i in ids if views[i].segment not in named}
+        return {i for i in ids if views[i].segment == name} if name in named else set()
+
     def _plane(self, req: HydrationRequest, overhead: int) -> tuple[Segment, ...]:
         room = req.budget - overhead
         if room <= 0:
@@ -410,13 +411,13 @@ class Hydrator:
         every = set().union(*auth.keep.values()) if auth.keep else set()
         out = set()
         for pid, ids in auth.keep.items():
-            views = self.store._live[pid].views
+            views = self.store.views(pid)
             for target, by in views.contradicted.items():
                 v = views.views.get(target)
                 if target not in ids or v is None:
                     continue
                 for other in by:
-                    w = self.retriever.view(other)
+                    w = self.store.view(other)
                     if (
                         other in every
                         and w is not None
@@ -433,6 +434,7 @@ class Hydrator:
         self,
         req: HydrationRequest,
         sreq: SearchRequest,
+        query: Query,
         seg: Segment,
         auth: Authorized,
         keep: dict[bytes, set[str]],
@@ -445,7 +447,7 @@ class Hydrator:
         fallback = ""
         path = "recency"
         if req.mode != "recency":
-            rel = self.retriever.relevance(sreq, keep, depth)
+            rel = self.retriever.relevance(sreq, keep, depth, query)
             path = _relevance_path(rel)
             if rel.dense_error or (rel.dense_empty and sreq.mode != "lexical"):
                 fallback = rel.dense_error or rel.dense_empty
@@ -548,7 +550,7 @@ class Hydrator:
             units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
 
     def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, set[str]]) -> _Unit | None:
-        views = self.store._live[pid].views
+        views = self.store.views(pid)
         v = views.views[id_]
         if v.is_item:
             return _Unit(v.id, "item", pid, v, 0.0, "relevance", 0)
@@ -580,7 +582,7 @@ class Hydrator:
         """Recency seeding: the newest items (and standalone assets), newest first."""
         every = []
         for pid, ids in keep.items():
-            views = self.store._live[pid].views.views
+            views = self.store.views(pid).views
             every += [(views[i], pid) for i in ids if views[i].is_item or not views[i].derived_from]
         every.sort(key=lambda x: (-x[0].created_at, -x[0].source_start, x[0].id))
         for rank, (v, pid) in enumerate(every[:n]):
@@ -594,7 +596,7 @@ class Hydrator:
         top = max((u.score for u in units.values()), default=1.0 / 61)
         found: list[tuple[float, View, bytes, float]] = []
         for pid, ids in keep.items():
-            views = self.store._live[pid].views
+            views = self.store.views(pid)
             for g, members in views.goals.items():
                 other = _content_words(g)
                 sim = len(words & other) / len(words | other) if other else 0.0
@@ -641,7 +643,7 @@ class Hydrator:
         return None
 
     def _neighbours(self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
-        views = self.store._live[u.pid].views
+        views = self.store.views(u.pid)
         ids = keep.get(u.pid, set())
         order = sorted(views.sources.get(u.view.source_id, {}).items(), key=lambda x: (x[1], x[0]))
         at = next((n for n, (i, _) in enumerate(order) if i == u.key), None)
@@ -657,7 +659,7 @@ class Hydrator:
     def _entity_walk(
         self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit], hop: int
     ) -> list[_Unit]:
-        views = self.store._live[u.pid].views
+        views = self.store.views(u.pid)
         ids = keep.get(u.pid, set())
         total = max(1, len(views))
         reached = []
@@ -714,7 +716,7 @@ class Hydrator:
             need.append(u.key)
             if u.kind != "item":
                 continue
-            views = self.store._live[u.pid].views
+            views = self.store.views(u.pid)
             for d in sorted(views.derivatives.get(u.key, ())):
                 w = views.views.get(d)
                 if w is None or w.derived_from != (u.key,) or d not in allowed or w.owner_id != u.view.owner_id:
@@ -743,13 +745,7 @@ class Hydrator:
         return groups
 
     def _get_many(self, ids: Sequence[str]) -> dict[str, Asset | None]:
-        if self._records_seq != self.store.seq or len(self._records) > RECORD_CACHE:
-            self._records, self._records_seq = {}, self.store.seq
-        todo = [i for i in dict.fromkeys(ids) if i not in self._records]
-        for id_, asset in zip(todo, self.store.get_many(todo), strict=True):
-            if asset is not None:
-                self._records[id_] = asset
-        return {i: self._records.get(i) for i in ids}
+        return dict(zip(ids, self.store.get_many(ids, records=self._records), strict=True))
 
     def _group(self, u: _Unit, found: Mapping[str, Asset | None]) -> _Group:
         if not u.group:
@@ -910,7 +906,7 @@ class Hydrator:
         reads = []
         for u in shown:
             r = _rep(u)
-            v = self.retriever.view(r.asset_id)
+            v = self.store.view(r.asset_id)
             owner = v.owner_id if v is not None else u.view.owner_id
             items.append(
                 (
@@ -932,7 +928,7 @@ class Hydrator:
             auth.principal, req.purpose, req.location, req.now, "hydrate", items, detail=detail, private=private
         )
         if self.on_read is not None and reads:
-            self.on_read(reads, req.now)
+            self.on_read(reads, req.now, self._records)
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------------

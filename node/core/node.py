@@ -12,7 +12,7 @@ from typing import Any
 from gaml.node.core.access.governance import Governance
 from gaml.node.core.access.retrieve import Result, Retriever, SearchRequest
 from gaml.node.core.embed import Embedder
-from gaml.node.core.store.store import Store
+from gaml.node.core.store.store import Records, Store
 from gaml.policy.access import (
     Location,
     Permission,
@@ -75,17 +75,18 @@ class Node:
         self.store.check_payload(asset)
         return asset
 
-    def prepare(self, asset: Asset, *, exact_times: bool = False) -> Asset:
+    def prepare(self, asset: Asset, *, exact_times: bool = False, records: Records | None = None) -> Asset:
         """The asset as it will be written: against a stored one with the same id, kept (same content) or advanced.
 
         An edit keeps the stored ``created_at`` and takes the later ``updated_at``, and a put that changes nothing but
         the times is no edit: right for a caller's put. With ``exact_times`` the asset's own times are written, and a
         change of the times alone is an edit: replication writes merged records so, or a member's copy would differ
         from the document every member merged (and from the other members' copies).
-        Signing happens in the store's write (``put_many(sign=True)``).
+        Signing happens in the store's write (``put_many(sign=True)``). ``records``: what the caller already opened
+        (see :meth:`put`).
         """
         try:
-            old = self.store.get(asset.id)
+            old = self.store.get(asset.id, records=records)
         except Deleted:
             raise
         except NotFound:
@@ -114,22 +115,24 @@ class Node:
         meta: Mapping[bytes, bytes | None] | None = None,
         exact_times: bool = False,
         by: Principal | None = None,
+        records: Records | None = None,
     ) -> list[str]:
         """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids.
 
         ``by`` is the caller who writes (the service's and the CLI's puts name one, and its write is authorized first:
         :meth:`authorize_writes`); the node's own writes (curation, replication, erasure) name none. An owner this
         node has not seen before is registered as a user principal. ``meta`` records (see :meth:`Store.put_many`)
-        commit in the same batch. ``exact_times``: see :meth:`prepare`.
+        commit in the same batch. ``exact_times``: see :meth:`prepare`. ``records``: the stored records the caller
+        already opened (the replication accept path checked them): read through, not opened again (:class:`Records`).
         """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
         owners = self._owners(assets)  # every check before the first write: a refused batch writes nothing
         if by is not None:
             self.authorize_writes(by, assets, owners)
-        prepared = [self.prepare(a, exact_times=exact_times) for a in assets]
+        prepared = [self.prepare(a, exact_times=exact_times, records=records) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
         vectors = list(self.embedder.embed([a.embed_text() for a in todo])) if todo else []
-        self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta)
+        self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta, records=records)
         for p, known in owners.values():  # after the write: a refused batch registers none
             if not known:
                 self.governance.add_principal(p)

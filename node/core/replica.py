@@ -50,7 +50,7 @@ from gaml.crdt.membership import create as roster_create
 from gaml.crdt.membership import remove as roster_remove
 from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, object_id, open_object, peek, seal_object
 from gaml.node.core.node import Node
-from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Store
+from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Records, Store
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from gaml.policy.model import Asset
@@ -150,7 +150,7 @@ class Replica:
             self._erasing[data[:32].decode()] = data[32:]
         for _, data in self.store.scan_meta("repobj"):
             bid, seq, flag, asset = _HEAD.unpack_from(data)
-            oid = crypto.digest(data[_HEAD.size :]) if flag != DROPPED else data[_HEAD.size :]
+            oid = object_id(data[_HEAD.size :]) if flag != DROPPED else data[_HEAD.size :]
             self._index(oid, _Obj(bid, seq, flag, "" if asset == _NO_ASSET else asset.hex()))
         state = self.store.read_meta(self._name("repstate", "journal"))
         self._jseq = struct.unpack(">Q", state)[0] if state else 0
@@ -557,17 +557,23 @@ class Replica:
 
     # -- from objects to the store ------------------------------------------------------------------------------------
 
-    def accept(self, bid: bytes, objs: Sequence[bytes], peer: str, now: int) -> tuple[int, int]:
-        """Take objects a peer sent for a boundary: (accepted, rejected). See the module docstring."""
+    def accept(
+        self, bid: bytes, objs: Sequence[bytes], peer: str, now: int, oids: Sequence[bytes] | None = None
+    ) -> tuple[int, int]:
+        """Take objects a peer sent for a boundary: (accepted, rejected). See the module docstring. ``oids``: the
+        objects' ids, when the caller has hashed them (the sync engine): they are not hashed again."""
+        if oids is not None and len(oids) != len(objs):
+            raise InvalidInput(f"{len(oids)} object ids for {len(objs)} objects")
         if not self.authorized(bid, peer):
             self.counters["rejected_unauthorized"] += len(objs)
             return 0, len(objs)
         self.pump(now)  # this node's own writes become objects before anything is merged over them
         b = self._bounds[bid]
+        given: Sequence[bytes | None] = [None] * len(objs) if oids is None else oids
         if b.roster.role(self.node_id) == "relay":
-            return self._carry(b, objs)
+            return self._carry(b, objs, given)
         try:
-            accepted, rejected = self._accept(b, objs, now)
+            accepted, rejected = self._accept(b, objs, given, now)
         except BaseException:
             self._reset()
             raise
@@ -575,7 +581,7 @@ class Replica:
         self.counters["accepted"] += accepted
         return accepted, rejected
 
-    def _accept(self, b: _Bound, objs: Sequence[bytes], now: int) -> tuple[int, int]:
+    def _accept(self, b: _Bound, objs: Sequence[bytes], oids: Sequence[bytes | None], now: int) -> tuple[int, int]:
         bid = b.boundary.id
         tx = _Txn()
         accepted = rejected = 0
@@ -583,8 +589,10 @@ class Replica:
         fresh: dict[str, bytes] = {}  # documents as received (not merged with anything): their bytes, unsaved
         changed: dict[str, Asset] = {}
         remerge: set[str] = set()
-        for obj in objs:
-            reason = self._take(tx, b, obj, docs, fresh, changed, remerge)
+        # The stored records, each opened once for the batch: checked here, then written against by the node's put.
+        records = Records()
+        for obj, oid in zip(objs, oids, strict=True):
+            reason = self._take(tx, b, obj, oid, records, docs, fresh, changed, remerge)
             if reason:
                 rejected += 1
                 self.counters[f"rejected_{reason}"] += 1
@@ -595,7 +603,7 @@ class Replica:
         for id_, doc in docs.items():
             if id_ not in remerge:  # a remerged one was saved as it was sealed
                 tx.meta[self._doc_name(bid, id_)] = fresh[id_] if id_ in fresh else doc.save()
-        self._materialize(tx, [a for _, a in sorted(changed.items())], now)
+        self._materialize(tx, [a for _, a in sorted(changed.items())], now, records)
         self._jseq = self.store.seq  # those writes were these objects: nothing to pump back
         self.store.write_meta({self._name("repstate", "journal"): struct.pack(">Q", self._jseq)})
         return accepted, rejected
@@ -605,12 +613,14 @@ class Replica:
         tx: _Txn,
         b: _Bound,
         obj: bytes,
+        oid: bytes | None,
+        records: Records,
         docs: dict[str, AssetDoc],
         fresh: dict[str, bytes],
         changed: dict[str, Asset],
         remerge: set[str],
     ) -> str:
-        """Check and merge one object; returns why it was rejected, or ''."""
+        """Check and merge one object (``oid``: its id, if known); returns why it was rejected, or ''."""
         bid = b.boundary.id
         try:
             route, _ = peek(obj)
@@ -618,19 +628,20 @@ class Replica:
             return "malformed"
         if route != b.boundary.route:
             return "route"
-        oid = object_id(obj)
+        if oid is None:
+            oid = object_id(obj)
         if oid in self._objs:
             self.counters["duplicates"] += 1
             return ""
         try:
-            o = open_object(obj, b.keys)
+            o = open_object(obj, b.keys, oid=oid)
         except BadObject:
             return "forged"
         if b.roster.role(o.writer) != "member":
             return "writer"
         id_ = o.asset_id
         try:
-            stored: Asset | None = self.store.get(id_, include_deleted=True)
+            stored: Asset | None = self.store.get(id_, include_deleted=True, records=records)
         except NotFound:
             stored = None
         local = None if stored is None or stored.tombstone else stored  # the live copy here, if any
@@ -717,16 +728,16 @@ class Replica:
             raise InvalidAsset(f"asset {asset.id} belongs to another boundary here")
         Store.check_identity(stored, asset)
 
-    def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int) -> None:
+    def _materialize(self, tx: _Txn, assets: Sequence[Asset], now: int, records: Records) -> None:
         try:
-            self.node.put(assets, now, meta=tx.meta, exact_times=True)
+            self.node.put(assets, now, meta=tx.meta, exact_times=True, records=records)
         except StoreError:
             raise  # the store is failing, not the assets: nothing is recorded, the peer sends them again
         except GamlError:
             # One asset the store refuses must not keep the others out: write them one by one, then the records.
             for a in assets:
                 try:
-                    self.node.put([a], now, exact_times=True)
+                    self.node.put([a], now, exact_times=True, records=records)  # stale after a write: read again
                 except StoreError:
                     raise
                 except GamlError:
@@ -734,11 +745,11 @@ class Replica:
             self.store.write_meta(tx.meta)
         self.counters["materialized"] += len(assets)
 
-    def _carry(self, b: _Bound, objs: Sequence[bytes]) -> tuple[int, int]:
+    def _carry(self, b: _Bound, objs: Sequence[bytes], oids: Sequence[bytes | None]) -> tuple[int, int]:
         """A relay keeps what it is given for a boundary it cannot read, and offers it on."""
         tx = _Txn()
         accepted = rejected = 0
-        for obj in objs:
+        for obj, given in zip(objs, oids, strict=True):
             try:
                 route, _ = peek(obj)
             except BadObject:
@@ -747,7 +758,7 @@ class Replica:
             if route != b.boundary.route:
                 rejected += 1
                 continue
-            oid = object_id(obj)
+            oid = object_id(obj) if given is None else given
             if oid not in self._objs:
                 self._seq += 1
                 self._put_obj(tx, oid, _Obj(b.boundary.id, self._seq, CURRENT, ""), obj)

@@ -63,6 +63,7 @@ class MemoryObjectStore:
         self.cursors: dict[tuple[bytes, str], int] = {}
         self.accepted_from: list[tuple[str, bytes]] = []
         self.duplicates = 0
+        self.handed_ids: list[bytes] = []  # the ids the engine handed with the objects (it hashed them already)
 
     def adopt(self, data: bytes) -> None:
         doc = json.loads(data)
@@ -107,7 +108,12 @@ class MemoryObjectStore:
     def objects(self, bid: bytes, oids: Sequence[bytes]) -> list[bytes]:
         return [self.store[i] for i in oids if i in self.store and self.store[i][:16] == bid]
 
-    def accept(self, bid: bytes, objs: Sequence[bytes], peer: str, now: int) -> tuple[int, int]:
+    def accept(
+        self, bid: bytes, objs: Sequence[bytes], peer: str, now: int, oids: Sequence[bytes] | None = None
+    ) -> tuple[int, int]:
+        if oids is not None:
+            assert len(oids) == len(objs)
+            self.handed_ids += oids
         accepted = rejected = 0
         for obj in objs:
             if obj[:16] != bid or not self.authorized(bid, peer):
@@ -234,6 +240,21 @@ def test_two_nodes_converge_and_send_each_object_once() -> None:
         elif isinstance(msg, wire.Ack) and d.src == "b":
             outstanding -= 1
         assert outstanding in (0, 1)
+
+
+def test_the_engine_hands_the_replica_the_ids_it_matched_the_objects_by() -> None:
+    """Each accepted object comes with its id, the one the engine hashed to match it to a request: the replica need
+    not hash it again."""
+    c = Cluster(quiet_net(), batch=16)
+    c.add("a", "b")
+    c.roster(X, ["a", "b"], ["a", "b"])
+    for p in payloads(40, "a", random.Random(3)):
+        c.replicas["a"].write(X, p)
+    c.net.connect("a", "b")
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
+    b = c.replicas["b"]
+    assert len(b.held(X)) == 40
+    assert b.handed_ids == [i for _, i in b.accepted_from] and set(b.handed_ids) == b.held(X)
 
 
 def test_initial_sync_wire_bytes_are_close_to_the_object_bytes() -> None:

@@ -18,13 +18,15 @@ from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segmen
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.node import Node
+from gaml.node.core.store.kv import MemoryKV
+from gaml.node.core.store.store import Records
 from gaml.node.core.text import envelope, parsers
 from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter
 from gaml.policy.access import Grant, Permission, Principal
 from gaml.policy.errors import GamlError, InvalidInput, UnknownPrincipal
 from gaml.policy.model import Level
-from tests.node.conftest import NOW, World, memory_world, rocks_world
+from tests.node.conftest import NOW, CountingKV, World, memory_world, rocks_world
 
 MIN_US = 60 * 10**6
 LATER = NOW + 24 * 3600 * 10**6  # after every session
@@ -211,8 +213,8 @@ def test_a_frame_holds_the_focus_verbatim_and_says_what_lies_beyond(node: Node) 
     assert r["path"] == "hybrid" and r["fallback"] is None and r["counter"] == HeuristicCounter().name
     port = next(
         i
-        for live in node.store._live.values()
-        for v in live.views
+        for part in node.store.partitions()
+        for v in node.store.views(part.pid)
         if v.is_item
         for i in [v.id]
         if "5433" in node.store.get(i).text()
@@ -298,7 +300,7 @@ def test_recency_fallback_is_declared(node: Node) -> None:
 
 
 def test_unauthorized_memory_never_enters_a_frame_or_a_receipt(node: Node) -> None:
-    bob_ids = {v.id for live in node.store._live.values() for v in live.views if v.owner_id == "bob"}
+    bob_ids = {v.id for p in node.store.partitions() for v in node.store.views(p.pid) if v.owner_id == "bob"}
     assert bob_ids
     for who in ("alice", "agent1"):
         # The goal is bob's own words: by relevance, his items would come first.
@@ -314,7 +316,9 @@ def test_unauthorized_memory_never_enters_a_frame_or_a_receipt(node: Node) -> No
     bob_facts = [f for f in h.receipt["facts"] if f["id"] in bob_ids]
     assert bob_facts and all(f["level"] in ("L1", "L2", "L3") for f in bob_facts)
     # Bob's items stay out of reach (L0, above the ceiling): not in what his rungs cover, not in a header's title.
-    bob_items = {v.id for live in node.store._live.values() for v in live.views if v.owner_id == "bob" and v.is_item}
+    bob_items = {
+        v.id for p in node.store.partitions() for v in node.store.views(p.pid) if v.owner_id == "bob" and v.is_item
+    }
     assert not bob_items & {c for f in h.receipt["facts"] for c in f["covers"]}
     assert "bob.jsonl" not in h.frame
     with pytest.raises(UnknownPrincipal):
@@ -451,7 +455,7 @@ def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> No
     goal = "Zurich office export CSV PDF"
     first = hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 400))
     zurich = next(
-        v.id for live in node.store._live.values() for v in live.views if v.is_item and "Zurich" in v.entities
+        v.id for p in node.store.partitions() for v in node.store.views(p.pid) if v.is_item and "Zurich" in v.entities
     )
     assert "Zurich" in first.frame and any(zurich in f["covers"] for f in first.receipt["facts"])
     ing = Ingestor(node, Rules.load_default())
@@ -459,6 +463,63 @@ def test_a_changed_store_is_never_served_from_the_record_cache(node: Node) -> No
     second = hydrator.hydrate(HydrationRequest(goal, "alice", LATER + 1, 400))
     assert "Zurich" not in second.frame
     assert not any(zurich in f["covers"] or f["id"] == zurich for f in second.receipt["facts"])
+
+
+class Counting(HashEmbedder):
+    """An embedder that counts the texts it is asked to embed (a fake, not a mock)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        return super().embed(texts)
+
+
+def test_the_goal_is_embedded_once_per_hydration_whatever_the_plane() -> None:
+    """A plane of several segments, each ranked for the goal, embeds the goal once per hydration; a recency frame
+    embeds nothing."""
+    node = build(memory_world())
+    counting = node.embedder = node.retriever.embedder = Counting(64)
+    goal = "billing database export CSV"
+    plane = (Segment("work", 200), Segment("*", 200), Segment("elsewhere", 100))
+    h = Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
+    ranked = {f["segment"] for f in h.receipt["facts"] if f["seeded_by"] == "relevance"}
+    assert ranked == {"work", "*"} and counting.texts == [goal]  # two segments ranked for it (elsewhere is empty)
+    Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
+    assert counting.texts == [goal, goal]
+    Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane, mode="recency"))
+    assert counting.texts == [goal, goal]
+
+
+def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:
+    """The ladder's visit takes the records the hydrator opened: it reads none of the shown assets again, persists
+    their heat, and that heat adds up over frames, also after a visit from elsewhere (the records stay current)."""
+    kv = CountingKV(MemoryKV())
+    w = memory_world()
+    w.make_kv = lambda: kv
+    node = build(w)
+    ladder = Ladder(node, Ingestor(node, Rules.load_default()))
+    during: list[int] = []
+
+    def visit(reads: Sequence[tuple[str, Level]], now: int, records: Records) -> None:
+        before = kv.loaded("assets")
+        ladder.visit(reads, now, records)
+        during.append(kv.loaded("assets") - before)
+
+    hydrator = Hydrator(node, on_read=visit)
+    req = HydrationRequest("which port does the billing database listen on?", "alice", LATER, 400)
+    shown = sorted({f["id"] for f in hydrator.hydrate(req).receipt["facts"]})
+    assert shown and during == [0]
+    assert [node.store.get(i).heat.visits for i in shown] == [1] * len(shown)
+    assert sorted({f["id"] for f in hydrator.hydrate(req).receipt["facts"]}) == shown
+    assert during == [0, 0]
+    assert [node.store.get(i).heat.visits for i in shown] == [2] * len(shown)
+    ladder.visit([(shown[0], Level.L0)], LATER)  # a visit that does not go through the hydrator's records
+    hydrator.hydrate(req)
+    assert during == [0, 0, 0]
+    assert [node.store.get(i).heat.visits for i in shown] == [4] + [3] * (len(shown) - 1)
 
 
 def test_no_unit_is_cut_while_another_could_still_be_demoted(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,14 +17,16 @@ from gaml.crdt.objects import open_object, seal_object
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.replica import Replica, record_of
+from gaml.node.core.store.kv import MemoryKV
 from gaml.node.core.store.store import Store
 from gaml.node.core.text import parsers
 from gaml.node.core.text.privacy import Rules
 from gaml.policy import crypto
-from gaml.policy.errors import Deleted, NotFound
+from gaml.policy.errors import Deleted, InvalidInput, NotFound
 from gaml.policy.keychain import NODE_IDENTITY_REF
 from gaml.policy.model import AssetType, ReplicationPolicy
 from gaml.simulations.nodes import make_node
+from tests.node.conftest import CountingKV
 
 NOW = 1_700_000_000_000_000
 WORD = "zanzibarquux"
@@ -123,6 +125,38 @@ def test_concurrent_edits_merge_to_the_same_asset_in_either_order() -> None:
     transfer(c, d, bid2, NOW + 3)
     assert record_of(c.node.store.get(j)) == record_of(d.node.store.get(j))
     assert record_of(c.node.store.get(j))["tags"] == record_of(got_a)["tags"]
+
+
+def test_accepting_opens_the_stored_record_once() -> None:
+    """On accept, the record stored here is read (and decrypted) once per batch: the replica checks the merge against
+    it, and the node's put and the store write against the same opened record instead of reading it again."""
+    kv = CountingKV(MemoryKV())
+    a, b = Replica(make_node(1)), Replica(make_node(101, kv=kv))
+    bid = a.create("devices", "alice-devices", "alice", NOW).id
+    b.join(a.invite(bid, b.node_id, "member", NOW).encode(), NOW)
+    (i,) = a.node.put([private("alice likes green tea", tags=["tea"])], NOW)
+    sid = b.node.store.sid(i)
+    assert transfer(a, b, bid) == (1, 0)
+    assert kv.loaded("assets", sid) == 1  # new here: one look, which finds nothing
+    a.node.put([private("alice likes green tea", tags=["tea", "from-a"])], NOW + 1)
+    assert transfer(a, b, bid, NOW + 1) == (1, 0)
+    assert b.node.store.get(i).tags == ("from-a", "tea")  # (this get is one more load)
+    assert kv.loaded("assets", sid) == 1 + 1 + 1  # the edit: its stored record opened once, then the get above
+
+
+def test_ids_handed_with_the_objects_are_not_computed_again() -> None:
+    """The ids a caller hands with the objects (the sync engine hashed each to match it to a request) are the ones
+    the replica keeps them under: an object's bytes are hashed once on the way in."""
+    a, b, bid = pair()
+    a.node.put([private("alice likes green tea")], NOW)
+    a.pump(NOW)
+    ids, _ = a.log_after(bid, 0, 10)
+    (obj,) = a.objects(bid, ids)
+    named = b"\x07" * 32  # not the object's hash: taken as given, so nobody hashed it again
+    assert b.accept(bid, [obj], a.node_id, NOW, oids=[named]) == (1, 0)
+    assert b.has(named) and not b.has(ids[0])
+    with pytest.raises(InvalidInput, match="ids for"):
+        b.accept(bid, [obj], a.node_id, NOW, oids=[])
 
 
 def test_merged_records_are_stored_as_merged_whatever_the_times() -> None:

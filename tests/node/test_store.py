@@ -15,6 +15,7 @@ import pytest
 
 from gaml.node.core.node import Node
 from gaml.node.core.store.kv import MemoryKV, Put
+from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
 from gaml.policy import crypto
 from gaml.policy.access import Principal as GovPrincipal
@@ -28,7 +29,7 @@ from gaml.policy.errors import (
     StoreCorrupt,
     WrongKey,
 )
-from gaml.policy.model import Asset
+from gaml.policy.model import Asset, Heat, Tier
 from gaml.policy.partitions import PartitionRef
 from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
 
@@ -251,15 +252,39 @@ def test_search_reads_its_own_writes_then_the_index(world: World) -> None:
     node = world.open_node()
     ids = node.put([fact(f"note number {i} about topic {i % 7}") for i in range(60)], NOW)
     (q,) = node.embedder.embed(["note number 17 about topic 3"])
-    alice = [PartitionRef.parse("user_private|owner:alice")]
-    hits = node.store.search(q, alice, 3)
-    assert hits[0].asset.id == ids[17] and hits[0].path == "tail"
+    alice = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    hits = node.store.dense_search(alice, q, 3)
+    assert hits[0].id == ids[17] and hits[0].path == "tail"
     assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
     node.checkpoint()
     assert node.store.pending() == 0
-    hits = node.store.search(q, alice, 3)
-    assert hits[0].asset.id == ids[17] and hits[0].path == "index"
+    hits = node.store.dense_search(alice, q, 3)
+    assert hits[0].id == ids[17] and hits[0].path == "index"
     assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
+
+
+def test_opened_records_serve_only_while_the_store_is_unchanged(world: World) -> None:
+    """Records read through a ``Records`` are served from it while the store's state is the same, and read again after
+    any write (an edit, a delete, a local-state write): nothing stale is ever returned."""
+    node = world.open_node()
+    a, b = node.put([fact("first note"), fact("second note")], NOW)
+    records = Records()
+    assert [x.id for x in node.store.get_many([a, b], records=records) if x] == [a, b]
+    assert set(records.assets) == {a, b} and records.state == node.store.state
+    node.put([fact("first note", tags=["edited"])], NOW + 1)  # an edit: a new journal position
+    assert node.store.get(a, records=records).tags == ("edited",)
+    node.store.delete(b, NOW + 2)
+    assert node.store.get_many([b], records=records) == [None]
+    assert node.store.get(b, include_deleted=True, records=records).tombstone
+    seq = node.store.seq
+    node.store.update_local([(a, Tier.COLD, Heat(1, NOW + 3, 1.0))])  # local state: no journal entry, yet a change
+    assert node.store.seq == seq and node.store.get(a, records=records).tier is Tier.COLD
+    assert node.store.get(a, records=records).heat == Heat(1, NOW + 3, 1.0)
+    # A local-state write made through the records leaves them current: they hold what a fresh read returns.
+    state = node.store.state
+    node.store.update_local([(a, Tier.WARM, Heat(2, NOW + 4, 2.0))], records=records)
+    assert node.store.state != state and records.state == node.store.state
+    assert records.assets[a] == node.store.get(a) and records.assets[a].tier is Tier.WARM
 
 
 def test_replay_after_unclean_stop(world: World) -> None:
@@ -443,7 +468,7 @@ def test_vectors_must_be_finite_and_are_stored_as_unit_vectors(world: World) -> 
     node.store.put_many([a], [big], node.embedder.id, dim, sign=True)
     q = np.zeros(dim, dtype=np.float32)
     q[0] = 1.0
-    (hit,) = node.store.search(q, [PartitionRef.parse("user_private|owner:alice")], 1)
+    (hit,) = node.store.dense_search(node.store.pid_of(PartitionRef.parse("user_private|owner:alice")), q, 1)
     assert hit.score == pytest.approx(1.0, abs=1e-5)
 
 
@@ -526,7 +551,7 @@ def test_commit_order_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
 
 
 def _views(node: Node) -> dict[str, dict[str, Any]]:
-    return {p.ref.name: {v.id: v for v in node.store._live[p.pid].views} for p in node.store.partitions()}
+    return {p.ref.name: {v.id: v for v in node.store.views(p.pid)} for p in node.store.partitions()}
 
 
 @pytest.mark.parametrize("stop", ["clean", "crash", "lost-snapshots"])

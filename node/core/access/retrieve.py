@@ -35,7 +35,7 @@ import numpy as np
 
 from gaml.node.core.access.governance import Governance
 from gaml.node.core.embed import Embedder
-from gaml.node.core.store.store import Store
+from gaml.node.core.store.store import Nearest, Store
 from gaml.node.core.store.views import PartitionViews, View
 from gaml.policy.access import Grant, Location, Permission, Principal, decide
 from gaml.policy.errors import GamlError, InvalidInput
@@ -157,6 +157,32 @@ class Relevance:
     dense_empty: str = ""  # the embedder gave no vector for the text (nothing to rank by; not an error)
 
 
+class Query:
+    """A request's text as the dense path needs it, embedded at most once, on first use, however many relevance
+    calls share it (the plane segments of one hydration): the vector, or why there is none."""
+
+    __slots__ = ("_dense", "embedder", "text")
+
+    def __init__(self, text: str, embedder: Embedder) -> None:
+        self.text = text
+        self.embedder = embedder
+        self._dense: tuple[np.ndarray | None, str, str] | None = None
+
+    def dense(self) -> tuple[np.ndarray | None, str, str]:
+        """(the unit vector or None, why the embedder failed, why it gave no vector for the text)."""
+        if self._dense is None:
+            q: np.ndarray | None = None
+            error = empty = ""
+            try:
+                (q,) = self.embedder.embed([self.text])
+            except GamlError as e:
+                q, error = None, f"the embedder {self.embedder.id} failed: {e}"
+            if q is not None and float(np.linalg.norm(q)) == 0:
+                q, empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
+            self._dense = (q, error, empty)
+        return self._dense
+
+
 class Retriever:
     def __init__(self, store: Store, governance: Governance, embedder: Embedder) -> None:
         self.store = store
@@ -171,12 +197,10 @@ class Retriever:
         out = []
         for part in self.store.partitions():
             kind, _, who = part.ref.boundary.partition(":")
-            live = self.store._live[part.pid]
+            views = self.store.views(part.pid)
             if (kind == "owner" and who == p.user) or (kind == "tenant" and who in p.tenants) or kind == "public":
                 out.append((part.pid, "audience"))
-            elif any(key in live.views.readers for key in reader_keys) or any(
-                sig[0] in owners for sig in live.views.groups
-            ):
+            elif any(key in views.readers for key in reader_keys) or any(sig[0] in owners for sig in views.groups):
                 out.append((part.pid, "partial"))
         return out
 
@@ -186,7 +210,7 @@ class Retriever:
         self, p: Principal, req: SearchRequest, pid: bytes, access: str, grants: Sequence[Grant]
     ) -> dict[str, str]:
         """The ids of one partition ``p`` may use for the request, with how (decided on views, before ranking)."""
-        views: PartitionViews = self.store._live[pid].views
+        views: PartitionViews = self.store.views(pid)
         allowed: dict[str, str] = {}
         if access == "audience":
             for ids in views.groups.values():
@@ -220,7 +244,7 @@ class Retriever:
         # 2. partitions
         parts = self._partitions(p, grants)
         if t is not None:
-            t.partitions = [self.store._live[pid].part.ref.name for pid, _ in parts]
+            t.partitions = [self.store.partition_name(pid) for pid, _ in parts]
         # 3. policy: per partition, the authorized ids and how each was authorized
         auth = {pid: self._authorize(p, req, pid, access, grants) for pid, access in parts}
         keep: dict[bytes, set[str]] = {pid: set(ids) for pid, ids in auth.items()}
@@ -284,7 +308,7 @@ class Retriever:
     def _filter(self, keep: dict[bytes, set[str]], ok: Callable[[View], bool]) -> dict[bytes, set[str]]:
         out = {}
         for pid, ids in keep.items():
-            views = self.store._live[pid].views.views
+            views = self.store.views(pid).views
             out[pid] = {i for i in ids if ok(views[i])}
         return out
 
@@ -296,7 +320,7 @@ class Retriever:
         """
         gone = {i for i, by in self.store.superseded.items() if self._superseded(i, by, at)}
         for pid, ids in keep.items():
-            views = self.store._live[pid].views
+            views = self.store.views(pid)
             ids -= gone
             candidates = views.views.keys() if at < views.latest_created else views.timed
             for id_ in [i for i in candidates if i in ids]:
@@ -304,31 +328,30 @@ class Retriever:
                 if v.created_at > at or v.valid_from > at or (v.valid_to and v.valid_to <= at):
                     ids.discard(id_)
 
-    def view(self, id_: str) -> View | None:
-        """The policy view of a live asset, in whichever partition holds it (None: not a live asset)."""
-        for live in self.store._live.values():
-            v = live.views.get(id_)
-            if v is not None:
-                return v
-        return None
-
     def _superseded(self, target: str, by: set[str], at: int) -> bool:
         """Whether a live asset of the target's own owner, known by ``at``, supersedes it: another principal's
         memory never silences an owner's (a claim against it is a conflict to resolve, not a supersession)."""
-        t = self.view(target)
+        t = self.store.view(target)
         if t is None:
             return False  # not a live asset: there is nothing to drop
         for other in by:
-            v = self.view(other)
+            v = self.store.view(other)
             if v is not None and v.created_at <= at and v.owner_id == t.owner_id:
                 return True
         return False
 
-    def relevance(self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int) -> Relevance:
+    def query(self, text: str) -> Query:
+        """The dense query of ``text``, for relevance calls that share it (embedded once, when first needed)."""
+        return Query(text, self.embedder)
+
+    def relevance(
+        self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int, query: Query | None = None
+    ) -> Relevance:
         """Stage 7 over the ids in ``keep`` (already authorized): the ``depth`` best of each path, fused by RRF.
 
         A dense path that cannot run (the embedder fails, or gives a zero vector for the text) is reported in
-        ``dense_error`` rather than raised, so that a caller can declare the degraded path.
+        ``dense_error`` rather than raised, so that a caller can declare the degraded path. ``query``: the request
+        text's :meth:`query`, when several calls rank for the same text (else it is embedded here).
         """
         by_pid = {pid: ids for pid, ids in keep.items() if ids}
         if not by_pid:
@@ -338,26 +361,25 @@ class Retriever:
         lexical: dict[str, tuple[int, float]] = {}
         dense_error = dense_empty = ""
         if req.mode in ("hybrid", "dense") and req.text.strip():
-            try:
-                (q,) = self.embedder.embed([req.text])
-            except GamlError as e:
-                q, dense_error = None, f"the embedder {self.embedder.id} failed: {e}"
-            if q is not None and float(np.linalg.norm(q)) == 0:
-                q, dense_empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
+            if query is None:
+                query = self.query(req.text)
+            elif query.text != req.text:
+                raise InvalidInput("a shared query is the request's own text")
+            q, dense_error, dense_empty = query.dense()
             if q is not None:
-                hits: list[tuple[str, float]] = []
+                hits: list[Nearest] = []
                 for pid, ids in by_pid.items():
-                    found = self.store.dense_search(pid, q, depth, ids)
-                    where.update(dict.fromkeys((i for i, _ in found), pid))
-                    hits += found
-                hits.sort(key=lambda h: (-h[1], h[0]))
-                dense = {i: (r + 1, s) for r, (i, s) in enumerate(hits[:depth])}
+                    near = self.store.dense_search(pid, q, depth, ids)
+                    where.update(dict.fromkeys((h.id for h in near), pid))
+                    hits += near
+                hits.sort(key=lambda h: (-h.score, h.id))
+                dense = {h.id: (r + 1, h.score) for r, h in enumerate(hits[:depth])}
         if req.mode in ("hybrid", "lexical") and req.text.strip():
             lex: list[tuple[str, float]] = []
             for pid, ids in by_pid.items():
                 # Every posting is checked against the authorized set before it is scored, unless that set is the
                 # whole partition (then there is nothing to exclude).
-                whole = len(ids) == len(self.store._live[pid].views)
+                whole = len(ids) == len(self.store.views(pid))
                 ok = None if whole else {self.store.sid(i) for i in ids}.__contains__
                 found = [(self.store.id_of(sid), s) for sid, s in self.store.lexical.search(pid, req.text, depth, ok)]
                 where.update(dict.fromkeys((i for i, _ in found), pid))
@@ -381,7 +403,7 @@ class Retriever:
     ) -> list[Result]:
         boosted = []
         for id_, base, pid in ranked:
-            v = self.store._live[pid].views.views[id_]
+            v = self.store.views(pid).views[id_]
             boosts: dict[str, float] = {}
             score = base
             if req.recency_half_life_s:
@@ -410,7 +432,7 @@ class Retriever:
                 raise GamlError(f"asset {id_} vanished between authorization and reading")
             d, lx = dense.get(id_), lexical.get(id_)
             path = "both" if d and lx else "dense" if d else "lexical"
-            out.append(Result(asset, score, path, d, lx, boosts, auth[pid][id_], self.store._live[pid].part.ref.name))
+            out.append(Result(asset, score, path, d, lx, boosts, auth[pid][id_], self.store.partition_name(pid)))
         return out
 
     def _log(self, p: Principal, req: SearchRequest, results: Sequence[Result]) -> None:

@@ -32,6 +32,7 @@ from gaml.node.core.memory import curate as curation
 from gaml.node.core.memory.ingest import WATERMARK, Ingestor
 from gaml.node.core.memory.tiers import TierPolicy, retired, tier_of, visit
 from gaml.node.core.node import Node
+from gaml.node.core.store.store import Records
 from gaml.policy.access import expired, inherit
 from gaml.policy.errors import Deleted, NotFound
 from gaml.policy.model import Asset, AssetType, Creator, Level, SourcePointer, Tier, TrustClass, item_id
@@ -453,9 +454,12 @@ class Ladder:
             self.store.update_local(changes[i : i + 1024])
         return counts
 
-    def visit(self, reads: Sequence[tuple[str, Level]], now: int) -> None:
-        """Record reads (id, the level it was read at): heat rises by the depth of the interaction."""
-        assets = self.store.get_many([i for i, _ in reads])
+    def visit(self, reads: Sequence[tuple[str, Level]], now: int, records: Records | None = None) -> None:
+        """Record reads (id, the level it was read at): heat rises by the depth of the interaction.
+
+        ``records``: those the reader opened (a hydrator's frames): what they hold is not opened again, and they hold
+        the new heat afterwards."""
+        assets = self.store.get_many([i for i, _ in reads], records=records)
         changes = []
         for a, (_, level) in zip(assets, reads, strict=True):
             if a is not None:
@@ -463,7 +467,7 @@ class Ladder:
                 # evolve, not replace: a stored asset is not validated again (one stored before a limit existed
                 # must not fail the frame that read it)
                 changes.append((a.id, tier_of(a.evolve(heat=heat), now, self.policy), heat))
-        self.store.update_local(changes)
+        self.store.update_local(changes, records=records)
 
 
 # Sources before what is compiled from them: L0 first.

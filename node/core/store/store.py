@@ -30,7 +30,7 @@ import json
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
@@ -114,13 +114,11 @@ class Partition:
         return cls(bytes.fromhex(d["pid"]), PartitionRef.parse(d["name"]), d["epoch"], d["embedder"], d["dim"])
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: the asset, its cosine similarity, and the partition it came from."""
+class Nearest(NamedTuple):
+    """One hit of :meth:`Store.dense_search`: an asset id, its cosine similarity, and what answered."""
 
-    asset: Asset
+    id: str
     score: float
-    partition: str
     path: str  # "index" (answered by the partition's vector index) or "tail" (exact scan of not-yet-indexed writes)
 
 
@@ -147,6 +145,28 @@ class _Live:
     covered_seq: int = 0
     dirty: bool = False
     views: PartitionViews = dataclasses.field(default_factory=PartitionViews, repr=False)
+
+
+class Records:
+    """Records opened from one store, kept for what reads them next so that each is opened once: the batch the
+    replication accept path checks and then writes (:meth:`Store.put_many`), the frames of a hydrator and the visits
+    that record them (:meth:`Store.update_local`).
+
+    It holds records as stored (a tombstone too; None for an id that has no record) at one :attr:`Store.state`. The
+    store empties it whenever it meets it at another state, so nothing stale is ever used, and keeps it current through
+    the local-state writes made through it. With a ``limit``, it is emptied before a read once it holds more
+    records. Like the views, it never decides what a caller may see: only ids already chosen are looked up in it.
+    """
+
+    __slots__ = ("assets", "limit", "state")
+
+    def __init__(self, limit: int = 0) -> None:
+        self.limit = limit  # 0: no limit
+        self.state: tuple[int, int] | None = None
+        self.assets: dict[str, Asset | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.assets)
 
 
 def _check_id(id_: str) -> str:
@@ -194,6 +214,7 @@ class Store:
         self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term))
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
+        self.local_writes = 0  # commits of local state (update_local) since the store opened: they are not journaled
         self.rebuilt_indexes = 0
         self.replayed_events = 0
 
@@ -408,6 +429,32 @@ class Store:
     def partitions(self) -> list[Partition]:
         return sorted((lv.part for lv in self._live.values()), key=lambda p: p.ref.name)
 
+    def partition_name(self, pid: bytes) -> str:
+        """The name of partition ``pid`` (``scope|boundary``)."""
+        return self._live[pid].part.ref.name
+
+    # -- the read side: policy views -------------------------------------------------------------------------------
+
+    def views(self, pid: bytes) -> PartitionViews:
+        """The policy views of partition ``pid``'s live assets (what retrieval and hydration decide on before
+        anything is ranked or opened). The store's own, kept current by its writes: read them, never change them."""
+        return self._live[pid].views
+
+    def view(self, id_: str) -> View | None:
+        """The policy view of a live asset, in whichever partition holds it (None: not a live asset). No record is
+        read."""
+        for live in self._live.values():
+            v = live.views.get(id_)
+            if v is not None:
+                return v
+        return None
+
+    @property
+    def state(self) -> tuple[int, int]:
+        """Where the records stand: the journal position and the local-state commits since the store opened. While
+        it is the same, so is every record (what :class:`Records` relies on)."""
+        return self.seq, self.local_writes
+
     # -- records ---------------------------------------------------------------------------------------------------
 
     @staticmethod
@@ -522,6 +569,7 @@ class Store:
         *,
         sign: bool = False,
         meta: Mapping[bytes, bytes | None] | None = None,
+        records: Records | None = None,
     ) -> list[bool]:
         """Store assets and their vectors in one atomic, durable commit. All or nothing.
 
@@ -532,6 +580,8 @@ class Store:
         Returns, per asset, whether anything changed (a repeated put of the same content is a no-op).
         ``meta`` records (name → plaintext, or None to delete; see :meth:`meta_name`) are sealed and committed in the
         same batch, so a caller's bookkeeping (an ingestion watermark) is atomic with the assets it describes.
+        ``records``: what the caller already opened of these ids (the replication accept path): the stored records are
+        read through it, not opened again.
         """
         if len(assets) != len(vectors):
             raise InvalidAsset("one vector (or None) per asset")
@@ -551,7 +601,7 @@ class Store:
             if not sign:
                 self.verify(a)
         sids = [self.sid(i) for i in ids]
-        olds = self._load_existing(sids)
+        olds = self._load_existing(sids) if records is None else self._open_many(ids, records)
         for a, old in zip(assets, olds, strict=True):
             if old is not None:
                 self._check_edit(old, a)
@@ -591,16 +641,21 @@ class Store:
             live.dirty = True
         return changed
 
-    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]]) -> int:
+    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]], *, records: Records | None = None) -> int:
         """Set the local, unsigned state (tier and heat) of live assets in one commit; returns how many changed.
 
         Local state is not content: no version, no signature, no journal entry (it does not replicate).
+        ``records``: what the caller already opened (a hydrator's frames): the records are read through it, and it
+        holds the rewritten ones afterwards, so it stays current.
         """
         if not changes:
             return 0
-        sids = [self.sid(_check_id(i)) for i, _, _ in changes]
+        ids = [_check_id(i) for i, _, _ in changes]
+        sids = [self.sid(i) for i in ids]
+        olds = self._load_existing(sids) if records is None else self._open_many(ids, records)
         ops: list[Op] = []
-        for sid, old, (id_, tier, heat) in zip(sids, self._load_existing(sids), changes, strict=True):
+        written: dict[str, Asset] = {}
+        for sid, old, (id_, tier, heat) in zip(sids, olds, changes, strict=True):
             if old is None:
                 raise NotFound(f"no asset {id_}")
             if old.tombstone or (old.tier is tier and old.heat == heat):
@@ -608,8 +663,13 @@ class Store:
             new = old.evolve(tier=tier, heat=heat)  # a stored record is not validated again: its local state changes
             live = self._live[self.pid_of(partition_of(old))]
             ops.append(Put("assets", sid, self._seal_record(new, live)))
+            written[id_] = new
         if ops:
             self.kv.commit(ops)
+            self.local_writes += 1
+            if records is not None:  # it was at the state before this commit (read through just now): move it on
+                records.assets.update(written)
+                records.state = self.state
         return len(ops)
 
     # -- sealed bookkeeping records (meta space) -------------------------------------------------------------------
@@ -802,20 +862,39 @@ class Store:
 
     # -- reads -----------------------------------------------------------------------------------------------------
 
-    def get(self, id_: str, *, include_deleted: bool = False) -> Asset:
-        sid = self.sid(_check_id(id_))
-        blob = self.kv.load("assets", sid)
-        if blob is None:
+    def get(self, id_: str, *, include_deleted: bool = False, records: Records | None = None) -> Asset:
+        """One asset (NotFound, or Deleted unless ``include_deleted``); read through ``records`` when given."""
+        if records is not None:
+            (asset,) = self._open_many([id_], records)
+        else:
+            sid = self.sid(_check_id(id_))
+            blob = self.kv.load("assets", sid)
+            asset = None if blob is None else self._open_record(sid, blob)
+        if asset is None:
             raise NotFound(f"no asset {id_}")
-        asset = self._open_record(sid, blob)
         if asset.tombstone and not include_deleted:
             raise Deleted(f"asset {id_} was deleted")
         return asset
 
-    def get_many(self, ids: Sequence[str]) -> list[Asset | None]:
-        """The live assets for ``ids`` in order (None for missing or deleted ones)."""
-        found = self._load_existing([self.sid(_check_id(i)) for i in ids])
+    def get_many(self, ids: Sequence[str], *, records: Records | None = None) -> list[Asset | None]:
+        """The live assets for ``ids`` in order (None for missing or deleted ones); read through ``records`` when
+        given."""
+        found = self._open_many(ids, records)
         return [a if a is not None and not a.tombstone else None for a in found]
+
+    def _open_many(self, ids: Sequence[str], records: Records | None) -> list[Asset | None]:
+        """The records of ``ids`` as stored (tombstones too; None: no record), each opened at most once per state
+        of the store when ``records`` keeps them."""
+        if records is None:
+            return self._load_existing([self.sid(_check_id(i)) for i in ids])
+        if records.state != self.state or (records.limit and len(records.assets) > records.limit):
+            records.assets.clear()
+            records.state = self.state
+        held = records.assets
+        todo = [i for i in dict.fromkeys(ids) if i not in held]
+        if todo:
+            held.update(zip(todo, self._load_existing([self.sid(_check_id(i)) for i in todo]), strict=True))
+        return [held[i] for i in ids]
 
     def list_ids(self, field: str, value: str, *, limit: int | None = None) -> list[str]:
         """Ids of live assets whose ``field`` (type, scope, owner, tenant, entity, goal, segment, tag) is ``value``."""
@@ -841,55 +920,26 @@ class Store:
                 out.append((names[code & 0x7F], self.id_of(k[17:])))
         return sorted(out)
 
-    def search(self, vector: np.ndarray, partitions: Iterable[PartitionRef], k: int = 10) -> list[Hit]:
-        """The ``k`` nearest live assets to ``vector`` within ``partitions`` only, best first.
+    def dense_search(self, pid: bytes, q: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[Nearest]:
+        """The ``k`` nearest live assets of one partition to ``q``, best first (ties by id): its vector index and the
+        exact scan of its not-yet-indexed tail, so a caller always reads its own writes. The one dense search.
 
-        Partitions are chosen by the caller's authorization *before* this call; no other partition's index or tail
-        is touched, and a hit is returned only if the asset still lives in the partition that produced it.
+        With ``allowed``, only those ids are ever scored: authorization happened before this call (retrieval passes
+        the ids a caller may use), and no other partition's index or tail is touched. None: every live asset.
         """
         if k <= 0:
             return []
-        q = np.asarray(vector, dtype=np.float32)
-        cands: dict[str, tuple[float, bytes, str]] = {}
-        for ref in partitions:
-            pid = self.pid_of(ref)
-            live = self._live.get(pid)
-            if live is None:
-                continue
-            if q.shape != (live.part.dim,):
-                raise IndexMismatch(f"query of shape {q.shape} against {ref.name} ({live.part.dim} dims)")
-            for id_, score in live.index.search(q, k):
-                cands[id_] = (score, pid, "index")
-            if live.pending:
-                ids = list(live.pending)
-                mat = np.stack([live.pending[i] for i in ids])
-                for id_, score in top_k(ids, np.dot(mat, q), k):
-                    cands[id_] = (score, pid, "tail")
-        ranked = top_k(list(cands), np.array([c[0] for c in cands.values()], dtype=np.float32), k)
-        assets = self.get_many([i for i, _ in ranked])
-        hits = []
-        for (id_, score), asset in zip(ranked, assets, strict=True):
-            _, pid, path = cands[id_]
-            if asset is None or self.pid_of(partition_of(asset)) != pid:
-                continue  # deleted, or moved out of the partition this index answered for
-            hits.append(Hit(asset, score, self._live[pid].part.ref.name, path))
-        return hits
-
-    def dense_search(self, pid: bytes, q: np.ndarray, k: int, allowed: AbstractSet[str]) -> list[tuple[str, float]]:
-        """Nearest vectors of one partition among ``allowed`` ids only (index and not-yet-indexed tail).
-
-        Authorization happened before this call: no id outside ``allowed`` is ever scored.
-        """
         live = self._live[pid]
         q = np.asarray(q, dtype=np.float32)
         if q.shape != (live.part.dim,):
             raise IndexMismatch(f"query of shape {q.shape} against {live.part.ref.name} ({live.part.dim} dims)")
-        everything = len(allowed) >= len(live.views) and allowed >= live.views.views.keys()
-        hits = live.index.search(q, k, None if everything else allowed)
-        tail = [i for i in live.pending if i in allowed]
+        everything = allowed is None or (len(allowed) >= len(live.views) and allowed >= live.views.views.keys())
+        hits = [Nearest(i, s, "index") for i, s in live.index.search(q, k, None if everything else allowed)]
+        tail = list(live.pending) if allowed is None else [i for i in live.pending if i in allowed]
         if tail:
-            hits += top_k(tail, np.dot(np.stack([live.pending[i] for i in tail]), q), k)
-        hits.sort(key=lambda h: (-h[1], h[0]))
+            scores = np.dot(np.stack([live.pending[i] for i in tail]), q)
+            hits += [Nearest(i, s, "tail") for i, s in top_k(tail, scores, k)]
+        hits.sort(key=lambda h: (-h.score, h.id))
         return hits[:k]
 
     # -- index maintenance -----------------------------------------------------------------------------------------
@@ -975,6 +1025,7 @@ class Store:
         per: dict[str, dict[str, int | str]] = {}
         for lv in self._live.values():
             per[lv.part.ref.name] = {
+                "index": str(getattr(lv.index, "kind", type(lv.index).__name__)),
                 "indexed": len(lv.index),
                 "pending": len(lv.pending),
                 "embedder": lv.part.embedder,
@@ -998,4 +1049,4 @@ class Store:
         self.kv.close()
 
 
-__all__ = ["Hit", "Partition", "PrivacyScope", "Store", "StoreStats"]
+__all__ = ["Nearest", "Partition", "PrivacyScope", "Records", "Store", "StoreStats"]

@@ -419,13 +419,15 @@ class StatusResponse(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., version: _Optional[str] = ..., principal: _Optional[str] = ..., user: _Optional[str] = ..., transport: _Optional[str] = ..., embedder: _Optional[str] = ..., assets: _Optional[int] = ..., tombstones: _Optional[int] = ..., journal_seq: _Optional[int] = ..., indexed: _Optional[int] = ..., pending: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., calls: _Optional[int] = ..., partitions: _Optional[_Mapping[str, PartitionStatus]] = ..., rebuilt_indexes: _Optional[int] = ..., replayed_events: _Optional[int] = ...) -> None: ...
 
 class PartitionStatus(_message.Message):
-    __slots__ = ("indexed", "pending", "embedder", "epoch")
+    __slots__ = ("indexed", "pending", "embedder", "epoch", "index")
     INDEXED_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     EMBEDDER_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
     indexed: int
     pending: int
     embedder: str
     epoch: int
-    def __init__(self, indexed: _Optional[int] = ..., pending: _Optional[int] = ..., embedder: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    index: str
+    def __init__(self, indexed: _Optional[int] = ..., pending: _Optional[int] = ..., embedder: _Optional[str] = ..., epoch: _Optional[int] = ..., index: _Optional[str] = ...) -> None: ...
