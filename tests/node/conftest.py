@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.node import Node
 from gaml.node.core.store.blobs import BlobStore, MemoryBlobs
-from gaml.node.core.store.kv import KV, MemoryKV, Op
+from gaml.node.core.store.kv import KV, MemoryKV
 from gaml.node.core.store.store import Store
 from gaml.node.core.store.vectors import AdaptiveFactory, ExactFactory, IndexFactory
 from gaml.node.shells.files import FileBlobs
@@ -48,12 +48,12 @@ class World:
         return Node(self.open_store(), HashEmbedder(64))
 
 
-class CountingKV:
-    """A KV that counts the keys it is asked to load, per space and key (a fake wrapping another KV, not a mock).
-    The store opens every record it loads (decrypts and decodes it), so loads of ``assets`` count record openings."""
+class CountingKV(MemoryKV):
+    """A MemoryKV that counts the keys it is asked to load, per space and key (a fake, not a mock). The store opens
+    every record it loads (decrypts and decodes it), so loads of ``assets`` count record openings."""
 
-    def __init__(self, inner: KV) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
+        super().__init__()
         self.loads: Counter[tuple[str, bytes]] = Counter()
 
     def loaded(self, space: str, key: bytes | None = None) -> int:
@@ -62,31 +62,11 @@ class CountingKV:
 
     def load(self, space: str, key: bytes) -> bytes | None:
         self.loads[(space, key)] += 1
-        return self.inner.load(space, key)
+        return super().load(space, key)
 
     def load_many(self, space: str, keys: Sequence[bytes]) -> list[bytes | None]:
         self.loads.update((space, k) for k in keys)
-        return self.inner.load_many(space, keys)
-
-    def load_range(
-        self,
-        space: str,
-        start: bytes = b"",
-        end: bytes | None = None,
-        *,
-        reverse: bool = False,
-        limit: int | None = None,
-    ) -> Iterator[tuple[bytes, bytes]]:
-        return self.inner.load_range(space, start, end, reverse=reverse, limit=limit)
-
-    def commit(self, ops: Sequence[Op], *, sync: bool = True) -> None:
-        self.inner.commit(ops, sync=sync)
-
-    def purge(self, keys: Mapping[str, Sequence[bytes] | None]) -> None:
-        self.inner.purge(keys)
-
-    def close(self) -> None:
-        self.inner.close()
+        return super().load_many(space, keys)
 
 
 def new_keychain(seed: int = 0) -> MemoryKeychain:

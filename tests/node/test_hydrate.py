@@ -18,7 +18,6 @@ from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segmen
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.node import Node
-from gaml.node.core.store.kv import MemoryKV
 from gaml.node.core.store.store import Records
 from gaml.node.core.text import envelope, parsers
 from gaml.node.core.text.privacy import Rules
@@ -496,7 +495,7 @@ def test_the_goal_is_embedded_once_per_hydration_whatever_the_plane() -> None:
 def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:
     """The ladder's visit takes the records the hydrator opened: it reads none of the shown assets again, persists
     their heat, and that heat adds up over frames, also after a visit from elsewhere (the records stay current)."""
-    kv = CountingKV(MemoryKV())
+    kv = CountingKV()
     w = memory_world()
     w.make_kv = lambda: kv
     node = build(w)

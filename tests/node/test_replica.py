@@ -17,7 +17,6 @@ from gaml.crdt.objects import open_object, seal_object
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.replica import Replica, record_of
-from gaml.node.core.store.kv import MemoryKV
 from gaml.node.core.store.store import Store
 from gaml.node.core.text import parsers
 from gaml.node.core.text.privacy import Rules
@@ -130,7 +129,7 @@ def test_concurrent_edits_merge_to_the_same_asset_in_either_order() -> None:
 def test_accepting_opens_the_stored_record_once() -> None:
     """On accept, the record stored here is read (and decrypted) once per batch: the replica checks the merge against
     it, and the node's put and the store write against the same opened record instead of reading it again."""
-    kv = CountingKV(MemoryKV())
+    kv = CountingKV()
     a, b = Replica(make_node(1)), Replica(make_node(101, kv=kv))
     bid = a.create("devices", "alice-devices", "alice", NOW).id
     b.join(a.invite(bid, b.node_id, "member", NOW).encode(), NOW)
