@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from gaml.node.core.api import VERSION, GetOptions, GrantOptions, Hit, HydrateOptions, SearchOptions, Status
 from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
-from gaml.node.core.service import IngestFile, MemoryService, Progress
+from gaml.node.core.service import IngestFile, MemoryService, Progress, numbered
 from gaml.policy.access import Grant, Location, Permission, Principal
-from gaml.policy.errors import GamlError, PolicyError
+from gaml.policy.errors import PolicyError
 from gaml.policy.model import Asset, Level
 from gaml.proto.convert import draft_from_json
 
@@ -62,12 +62,7 @@ class LocalMemory:
         return self._caller.user if self._caller is not None else ""
 
     def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
-        fields = []
-        for i, d in enumerate(drafts):
-            try:
-                fields.append(draft_from_json(d))
-            except GamlError as e:
-                raise type(e)(f"asset #{i + 1}: {e}") from None
+        fields = numbered(draft_from_json, drafts)
         now = self._clock_us()
         if self._caller is not None:
             return self.service.put(self._caller, fields, now, check_only=check_only)

@@ -47,6 +47,7 @@ from gaml.policy.model import (
     TrainingPolicy,
     canonical_encode,
 )
+from gaml.policy.partitions import PartitionRef
 
 GRANT_ID_TAG: Final = b"gaml-grant-id-v1"
 
@@ -404,6 +405,12 @@ def decide(
     if t is TrainingPolicy.ANONYMIZED_OPT_IN:
         return Decision(False, "training only on an anonymized, opted-in derivative", via, redact_only=True)
     return Decision(False, "training prohibited", via)
+
+
+def in_audience(p: Principal, ref: PartitionRef) -> bool:
+    """Whether ``p`` is in the audience of a partition: it is its owner's, one of its tenants', or public."""
+    kind, _, who = ref.boundary.partition(":")
+    return (kind == "owner" and who == p.user) or (kind == "tenant" and who in p.tenants) or kind == "public"
 
 
 def may_know(p: Principal, a: Governed, now: int, grants: Sequence[Grant] = ()) -> bool:

@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from gaml.node.core.access.retrieve import Result
 from gaml.node.core.errors import RateLimited
@@ -29,11 +29,12 @@ from gaml.node.core.node import Node
 from gaml.node.core.text.parsers import FORMATS, parse
 from gaml.node.core.text.records import Source
 from gaml.node.core.tokens import TokenCounter
-from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, in_audience
 from gaml.policy.errors import Deleted, GamlError, InvalidInput, PolicyError, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
 from gaml.policy.partitions import PartitionRef
 
+T = TypeVar("T")
 MAX_SEARCH_K: Final = 1000
 MAX_LOG_LIMIT: Final = 10_000
 DEFAULT_LOG_LIMIT: Final = 100
@@ -175,10 +176,15 @@ def _no_progress(stage: str, total: int) -> Iterator[_Quiet]:
     yield _Quiet()
 
 
-def _audience(p: Principal, partition: str) -> bool:
-    """Whether ``p`` is in the audience of the partition named ``partition`` (its owner, a tenant of it, or anyone)."""
-    kind, _, who = PartitionRef.parse(partition).boundary.partition(":")
-    return (kind == "owner" and who == p.user) or (kind == "tenant" and who in p.tenants) or kind == "public"
+def numbered(fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
+    """``fn`` of each item of a call, in order; an error names the item by its place (``asset #3: …``)."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(fn(item))
+        except GamlError as e:
+            raise type(e)(f"asset #{i + 1}: {e}") from None
+    return out
 
 
 def forced_format_note(fmt: str) -> str:
@@ -259,33 +265,24 @@ class MemoryService:
         """Store drafts of the caller's user's memory (the owner by default), as one atomic batch, each write
         authorized first (:meth:`Node.authorize_writes`): a refusal writes nothing. ``check_only``: build and
         authorize them, write nothing, and return the ids they would get."""
-        if not drafts:
-            raise InvalidInput("a put needs at least one asset")
-        built = []
-        for i, d in enumerate(drafts):
-            fields = dict(d)
-            fields["owner_id"] = fields.get("owner_id") or caller.user
-            try:
-                built.append(self.node.build(fields, now))
-            except GamlError as e:
-                raise type(e)(f"asset #{i + 1}: {e}") from None
+        built = self._build(drafts, now, caller.user)
         if check_only:
             self.node.authorize_writes(caller, built)
             return [a.id for a in built]
         return self.node.put(built, now, by=caller)
 
+    def _build(self, drafts: Sequence[Mapping[str, Any]], now: int, owner: str = "") -> list[Asset]:
+        """The assets of a put's drafts (``owner``: the owner of a draft that names none); a bad one is named by its
+        place in the call."""
+        if not drafts:
+            raise InvalidInput("a put needs at least one asset")
+        return numbered(lambda d: self.node.build({**d, "owner_id": d.get("owner_id") or owner}, now), drafts)
+
     def put_as_owners(self, drafts: Sequence[Mapping[str, Any]], now: int, *, check_only: bool = False) -> list[str]:
         """:meth:`put` for the holder of the home's keys, in-process only (``gaml put`` on the store without
         ``--as``): each asset is authorized as written by its owner, so memory still goes only where its owner may
         put it; ownerless memory of no tenant is the holder's to publish. No transport reaches this."""
-        if not drafts:
-            raise InvalidInput("a put needs at least one asset")
-        built = []
-        for i, d in enumerate(drafts):
-            try:
-                built.append(self.node.build(d, now))
-            except GamlError as e:
-                raise type(e)(f"asset #{i + 1}: {e}") from None
+        built = self._build(drafts, now)
         for i, a in enumerate(built):
             if a.owner_id:
                 writer = self.node.writer(a.owner_id)[0]
@@ -484,7 +481,12 @@ class MemoryService:
         status names no other owner or tenant, nor how much they keep; ``None`` (the holder of the home's keys, on
         the store) sees every partition."""
         s = self.node.store.stats()
-        visible = {name: part for name, part in s.partitions.items() if caller is None or _audience(caller, name)}
+
+        visible = {
+            name: part
+            for name, part in s.partitions.items()
+            if caller is None or in_audience(caller, PartitionRef.parse(name))
+        }
         return {
             "node_id": self.node.node_id,
             "embedder": self.node.embedder.id,

@@ -37,7 +37,7 @@ from gaml.node.core.access.governance import Governance
 from gaml.node.core.embed import Embedder
 from gaml.node.core.store.store import Nearest, Store
 from gaml.node.core.store.views import PartitionViews, View
-from gaml.policy.access import Grant, Location, Permission, Principal, decide
+from gaml.policy.access import Grant, Location, Permission, Principal, decide, in_audience
 from gaml.policy.errors import GamlError, InvalidInput
 from gaml.policy.model import Asset, AssetType, Level, Retention, TrustClass
 
@@ -196,9 +196,8 @@ class Retriever:
         owners, reader_keys = _reach(p, grants)
         out = []
         for part in self.store.partitions():
-            kind, _, who = part.ref.boundary.partition(":")
             views = self.store.views(part.pid)
-            if (kind == "owner" and who == p.user) or (kind == "tenant" and who in p.tenants) or kind == "public":
+            if in_audience(p, part.ref):
                 out.append((part.pid, "audience"))
             elif any(key in views.readers for key in reader_keys) or any(sig[0] in owners for sig in views.groups):
                 out.append((part.pid, "partial"))
