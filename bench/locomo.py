@@ -75,9 +75,8 @@ from gaml.policy.model import item_id
 
 CATEGORIES: Final[Mapping[int, str]] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL: Final = 5  # no answer in the conversation: left out of recall
-METHODS: Final = ("hydration", "bm25", "dense", "hybrid")
-BASELINES: Final = ("bm25", "dense", "hybrid")
-STRICT_LEVELS: Final = frozenset({"L0", "L1", "L2"})
+METHODS: Final = ("hydration", "bm25", "dense", "hybrid", "oracle")
+BASELINES: Final = ("bm25", "dense", "hybrid", "oracle")
 RRF_K: Final = 60
 BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
@@ -119,6 +118,7 @@ class Question:
     text: str
     category: int
     evidence: tuple[str, ...]
+    answer: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -173,7 +173,8 @@ def conversation_of(sample: Mapping[str, Any], questions_max: int | None = None)
             break
         ids = split_evidence(qa.get("evidence", []))
         missing += sum(1 for i in ids if i not in known)
-        questions.append(Question(str(qa["question"]), int(category), tuple(i for i in ids if i in known)))
+        kept = tuple(i for i in ids if i in known)
+        questions.append(Question(str(qa["question"]), int(category), kept, str(qa.get("answer", ""))))
     return Conversation(sample_id, data, len(sources), turns, tuple(questions), missing)
 
 
@@ -253,6 +254,58 @@ def fill(ranking: Sequence[int], costs: Sequence[int], budget: int) -> tuple[lis
     return taken, budget - left
 
 
+# -- what a frame holds -----------------------------------------------------------------------------------------------
+
+# The measures' words: lower-case, split on non-alphanumerics, the stopwords above left out, then a light suffix
+# stemming (plural and verb endings), so that "cats" holds "cat" and "painted" holds "paint". Written down in
+# bench/README.md; the same for every method.
+EVIDENCE_SHARE: Final = 0.8  # an evidence turn is held when at least this share of its content words are in the frame
+_SIBILANT_ES: Final = ("sses", "xes", "zzes", "ches", "shes")
+
+
+def stem(word: str) -> str:
+    """A light suffix stemming, the same for every text: ``-ies`` → ``-y``; ``-es`` off a sibilant (``boxes``,
+    ``classes``, ``watches``); else one of ``-ing``, ``-ed``, ``-s`` (not ``-ss``), each only where at least three
+    letters stay."""
+    if word.endswith("ies") and len(word) >= 6:
+        return word[:-3] + "y"
+    if word.endswith(_SIBILANT_ES) and len(word) >= 5:
+        return word[:-2]
+    for suffix in ("ing", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The measures' content words of a text (see :func:`stem`)."""
+    return frozenset(stem(w) for w in words(text))
+
+
+def answer_share(answer_words: frozenset[str], frame_words: frozenset[str]) -> float | None:
+    """The share of the gold answer's content words the frame holds; None when the answer has none."""
+    if not answer_words:
+        return None
+    return len(answer_words & frame_words) / len(answer_words)
+
+
+def evidence_held(turn_words: Sequence[frozenset[str]], frame_words: frozenset[str]) -> int:
+    """How many evidence turns the frame holds: at least :data:`EVIDENCE_SHARE` of each one's content words appear in
+    it. A turn with no content words is held only by a frame that holds every word (vacuously): it counts."""
+    return sum(1 for w in turn_words if len(w & frame_words) >= EVIDENCE_SHARE * len(w))
+
+
+def frame_body(frame: str) -> str:
+    """A hydrated frame without its envelope's opening and closing tag lines (the measures read what memory it holds,
+    not the wrapper's attributes)."""
+    lines = frame.split("\n")
+    if lines and lines[0].lstrip().lower().startswith("<gaml-memory"):
+        lines = lines[1:]
+    if lines and lines[-1].lstrip().lower().startswith("</gaml-memory"):
+        lines = lines[:-1]
+    return "\n".join(lines)
+
+
 # -- hydration -------------------------------------------------------------------------------------------------------
 
 
@@ -293,15 +346,9 @@ def ingest(conv: Conversation, home: Path, emb: Embedder) -> Ingested:
     return Ingested(store, node, dia_of_item, time.perf_counter() - t0)
 
 
-def covered(facts: Sequence[Mapping[str, Any]], dia_of_item: Mapping[str, str], *, strict: bool) -> set[str]:
-    """The dia_ids a receipt's facts stand for: every fact's ``covers``, or (``strict``) only those of item facts at
-    L0–L2."""
-    out: set[str] = set()
-    for f in facts:
-        if strict and (f.get("kind") != "item" or str(f.get("level", "")).upper() not in STRICT_LEVELS):
-            continue
-        out.update(dia_of_item[i] for i in f.get("covers", ()) if i in dia_of_item)
-    return out
+def covered(facts: Sequence[Mapping[str, Any]], dia_of_item: Mapping[str, str]) -> set[str]:
+    """The dia_ids a receipt's facts stand for by provenance: every fact's ``covers``, whatever its level."""
+    return {dia_of_item[i] for f in facts for i in f.get("covers", ()) if i in dia_of_item}
 
 
 def unmapped(facts: Sequence[Mapping[str, Any]], dia_of_item: Mapping[str, str]) -> int:
@@ -314,20 +361,40 @@ def unmapped(facts: Sequence[Mapping[str, Any]], dia_of_item: Mapping[str, str])
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Outcome:
-    """One question answered by one method at one budget."""
+    """One question answered by one method at one budget: what its frame holds."""
 
     method: str
     budget: int
     category: int
-    evidence: int
-    hits: int
-    hits_strict: int
+    evidence: int  # the question's evidence turns
+    covered: int  # coverage by provenance: evidence turns the frame shows, or shows a derivative of
+    held: int  # evidence held: evidence turns at least 80 % of whose content words the frame holds
+    answer: float | None  # the share of the gold answer's content words the frame holds; None: it has none
     tokens: int
     latency_ms: float
 
 
 def recalled(evidence: Sequence[str], got: set[str]) -> int:
     return sum(1 for e in evidence if e in got)
+
+
+def outcome(
+    method: str,
+    budget: int,
+    q: Question,
+    frame_text: str,
+    got: set[str],
+    words_of: Mapping[str, frozenset[str]],
+    tokens: int,
+    latency_ms: float,
+) -> Outcome:
+    """The three measures of one frame (its text, and the dia_ids it covers by provenance) for one question."""
+    frame_words = content_words(frame_text)
+    held = evidence_held([words_of[e] for e in q.evidence], frame_words)
+    share = answer_share(content_words(q.answer), frame_words)
+    return Outcome(
+        method, budget, q.category, len(q.evidence), recalled(q.evidence, got), held, share, tokens, latency_ms
+    )
 
 
 def run_baselines(
@@ -338,11 +405,14 @@ def run_baselines(
     counter: TokenCounter,
     progress: bool,
 ) -> list[Outcome]:
-    """Rank every turn for every question with each baseline, fill each budget; the outcomes."""
+    """Rank every turn for every question with each baseline (and the oracle: the evidence turns first, then BM25),
+    fill each budget; the outcomes."""
     lines = [t.line for t in conv.turns]
     costs = [counter.count(line) for line in lines]
     dias = [t.dia_id for t in conv.turns]
-    need_bm25 = any(m in ("bm25", "hybrid") for m in methods)
+    index_of = {d: n for n, d in enumerate(dias)}
+    words_of = {t.dia_id: content_words(t.text) for t in conv.turns}
+    need_bm25 = any(m in ("bm25", "hybrid", "oracle") for m in methods)
     need_dense = any(m in ("dense", "hybrid") for m in methods)
     bm25 = BM25(lines) if need_bm25 else None
     doc_vecs = unit_rows(emb.embed([line.rstrip("\n") for line in lines])) if need_dense else None
@@ -362,14 +432,17 @@ def run_baselines(
             r = rrf([rankings["bm25"][0], rankings["dense"][0]])
             seconds = time.perf_counter() - t0 + rankings["bm25"][1] + rankings["dense"][1]
             rankings["hybrid"] = (r, seconds)
+        if "oracle" in methods:
+            first = [index_of[e] for e in q.evidence]
+            rankings["oracle"] = (first + [i for i in rankings["bm25"][0] if i not in set(first)], 0.0)
         for m in methods:
             ranking, rank_s = rankings[m]
             for b in budgets:
                 t0 = time.perf_counter()
                 taken, spent = fill(ranking, costs, b)
                 latency_ms = (rank_s + time.perf_counter() - t0) * 1e3
-                hits = recalled(q.evidence, {dias[i] for i in taken})
-                out.append(Outcome(m, b, q.category, len(q.evidence), hits, hits, spent, latency_ms))
+                text = "".join(lines[i] for i in taken)
+                out.append(outcome(m, b, q, text, {dias[i] for i in taken}, words_of, spent, latency_ms))
     return out
 
 
@@ -382,6 +455,7 @@ def run_hydration(
 ) -> tuple[list[Outcome], int]:
     """Hydrate a frame for every question at every budget; the outcomes and the unmapped ``covers`` entries."""
     hydrator = Hydrator(ingested.node, counter)
+    words_of = {t.dia_id: content_words(t.text) for t in conv.turns}
     out: list[Outcome] = []
     stray = 0
     for q in tqdm(conv.questions, desc=f"{conv.sample_id} hydration", file=sys.stderr, disable=not progress):
@@ -399,53 +473,69 @@ def run_hydration(
                 )
             facts = receipt["facts"]
             stray += unmapped(facts, ingested.dia_of_item)
-            hits = recalled(q.evidence, covered(facts, ingested.dia_of_item, strict=False))
-            hits_strict = recalled(q.evidence, covered(facts, ingested.dia_of_item, strict=True))
-            out.append(Outcome("hydration", b, q.category, len(q.evidence), hits, hits_strict, spent, latency_ms))
+            got = covered(facts, ingested.dia_of_item)
+            out.append(outcome("hydration", b, q, frame_body(h.frame), got, words_of, spent, latency_ms))
     return out, stray
 
 
 # -- aggregation and rendering ---------------------------------------------------------------------------------------
 
+MEASURES: Final = ("answer_held", "answer_share", "evidence_held", "coverage")
+MICRO: Final = ("evidence_held_micro", "coverage_micro")
+LABELS: Final[Mapping[str, str]] = {
+    "answer_held": "answer held",
+    "answer_share": "answer words held (mean share)",
+    "evidence_held": "evidence held",
+    "coverage": "coverage by provenance (lenient)",
+}
+
 
 def ratio(hits: int, total: int) -> float | None:
-    """A pooled recall rounded to 4 places; None where there is no evidence to recall."""
+    """A pooled share rounded to 4 places; None where there is nothing to count."""
     return round(hits / total, 4) if total else None
 
 
-def mean_recall(outcomes: Sequence[Outcome], strict: bool = False) -> float | None:
-    """The mean over questions of each frame's share of its evidence turns (None without questions)."""
-    per_question = [(o.hits_strict if strict else o.hits) / o.evidence for o in outcomes if o.evidence]
-    return round(float(np.mean(per_question)), 4) if per_question else None
+def mean_of(values: Iterable[float]) -> float | None:
+    """A mean rounded to 4 places; None without values."""
+    v = list(values)
+    return round(float(np.mean(v)), 4) if v else None
 
 
-def cell(r: float | None) -> str:
-    return "–" if r is None else f"{r:.3f}"
+def measures(outcomes: Sequence[Outcome]) -> dict[str, float | None]:
+    """The measures of a set of frames. ``answer_held``: the share of questions (whose answer has content words)
+    with every answer word in the frame; ``answer_share``: the mean share of answer words held; ``evidence_held`` and
+    ``coverage``: the mean over questions (with evidence) of the share of evidence turns held, or covered by
+    provenance; ``*_micro``: the same pooled over every (question, evidence turn) pair."""
+    answered = [o.answer for o in outcomes if o.answer is not None]
+    ev = [o for o in outcomes if o.evidence]
+    total = sum(o.evidence for o in ev)
+    return {
+        "answer_held": mean_of(1.0 if a >= 1.0 else 0.0 for a in answered),
+        "answer_share": mean_of(answered),
+        "evidence_held": mean_of(o.held / o.evidence for o in ev),
+        "coverage": mean_of(o.covered / o.evidence for o in ev),
+        "evidence_held_micro": ratio(sum(o.held for o in ev), total),
+        "coverage_micro": ratio(sum(o.covered for o in ev), total),
+    }
 
 
 def summarize(outcomes: Sequence[Outcome], methods: Sequence[str], budgets: Sequence[int]) -> dict[str, Any]:
-    """The per-method block of the results, per budget: recall (the mean over questions of each frame's share of its
-    evidence turns, as in the issue's reference figures), strict recall, and per category; the pooled (micro) recall
-    over all evidence turns for comparison; latency and tokens."""
+    """The per-method block of the results: each measure per budget (``block[measure][budget]``) and per category
+    (``block[measure + "_by_category"][category][budget]``); latency and tokens."""
     out: dict[str, Any] = {}
     for m in methods:
         mine = [o for o in outcomes if o.method == m]
-        block: dict[str, Any] = {
-            "recall": {},
-            "recall_strict": {},
-            "recall_micro": {},  # pooled over every evidence turn: questions with many turns weigh more
-            "recall_by_category": {str(c): {} for c in CATEGORIES},
-            "recall_strict_by_category": {str(c): {} for c in CATEGORIES},
-        }
+        block: dict[str, Any] = {k: {} for k in (*MEASURES, *MICRO)}
+        for k in MEASURES:
+            block[f"{k}_by_category"] = {str(c): {} for c in CATEGORIES}
         for b in budgets:
             at = [o for o in mine if o.budget == b]
-            block["recall"][str(b)] = mean_recall(at)
-            block["recall_strict"][str(b)] = mean_recall(at, strict=True)
-            block["recall_micro"][str(b)] = ratio(sum(o.hits for o in at), sum(o.evidence for o in at))
+            for k, v in measures(at).items():
+                block[k][str(b)] = v
             for c in CATEGORIES:
-                cat = [o for o in at if o.category == c]
-                block["recall_by_category"][str(c)][str(b)] = mean_recall(cat)
-                block["recall_strict_by_category"][str(c)][str(b)] = mean_recall(cat, strict=True)
+                got = measures([o for o in at if o.category == c])
+                for k in MEASURES:
+                    block[f"{k}_by_category"][str(c)][str(b)] = got[k]
         lat = [o.latency_ms for o in mine]
         block["latency_ms"] = {"p50": round(pct(lat, 50), 3), "p99": round(pct(lat, 99), 3)} if lat else {}
         block["latency_ms_by_budget"] = {
@@ -462,74 +552,94 @@ def summarize(outcomes: Sequence[Outcome], methods: Sequence[str], budgets: Sequ
     return out
 
 
-RECALL_NOTE: Final = (
-    "recall: mean over questions of the share of evidence turns the frame holds, at L0 or through a derivative whose "
-    "provenance includes the turn (the issue's definition); strict: only the turn's own text or its own distillation "
-    "(L0–L2 of the item) counts, not breadcrumbs or multi-turn summaries."
+def cell(r: float | None) -> str:
+    return "–" if r is None else f"{r:.3f}"
+
+
+MEASURES_NOTE: Final = (
+    "answer held: a question counts when every content word of its gold answer is in the frame (answer words held: "
+    "the mean share of them); evidence held: an evidence turn counts when at least 80 % of its content words are in "
+    "the frame; coverage by provenance: an evidence turn counts when the frame shows it or any derivative whose "
+    "provenance includes it (lenient: a breadcrumb or an arc title covers turns without carrying what they said). "
+    "Content words: lower-case, split on non-alphanumerics, stopwords out, light suffix stemming (bench/README.md). "
+    "oracle: the evidence turns first, then BM25 turns, filled the same way: the ceiling of each measure for frames "
+    "made of the turns' own words."
 )
 
 
-def recall_rows(methods: Iterable[str]) -> list[tuple[str, str, str]]:
-    """The rows of the recall tables: (label, method, recall key), hydration followed by its strict recall."""
-    rows: list[tuple[str, str, str]] = []
-    for name in methods:
-        rows.append((name, name, "recall"))
-        if name == "hydration":
-            rows.append(("hydration (strict)", name, "recall_strict"))
-    return rows
-
-
 def render_md(R: Mapping[str, Any]) -> str:
-    """The results as Markdown to paste into the README: recall (mean over questions) per method and budget with
-    tokens spent and latency, the pooled recall over evidence turns, recall per category at each budget, and what was
-    measured on what."""
+    """The results as Markdown to paste into the README: each measure per method and budget (with tokens spent and
+    latency per budget), the pooled figures, and the measures per category at each budget."""
     budgets: list[int] = R["budgets"]
     M: Mapping[str, Any] = R["methods"]
     m = R["machine"]
-    rows = recall_rows(M)
     lines = [
-        "### LoCoMo evidence recall",
+        "### LoCoMo: what the frame holds",
         "",
-        f"Evidence recall at each token budget over {R['questions']:,} questions ({R['evidence_turns']:,} evidence "
-        f"turns) of {R['conversations']} conversations (categories 1–4; {R['missing_evidence']} evidence ids that "
-        "name no turn left out). Tokens: mean spent per frame. Latency per question and budget, pooled over the "
-        "budgets.",
+        f"{R['questions']:,} questions ({R['evidence_turns']:,} evidence turns) of {R['conversations']} conversations "
+        f"(categories 1–4; {R['missing_evidence']} evidence ids that name no turn left out; "
+        f"{R['answers_without_words']} answers with no content word left out of the answer measures), at each token "
+        "budget.",
+        "",
+    ]
+    for k in MEASURES:
+        lines += [
+            f"**{LABELS[k]}**",
+            "",
+            "| method | " + " | ".join(f"@{b:,}" for b in budgets) + " |",
+            "|---|" + "---:|" * len(budgets),
+        ]
+        for name, block in M.items():
+            lines.append(f"| {name} | " + " | ".join(cell(block[k][str(b)]) for b in budgets) + " |")
+        lines.append("")
+    lines += [
+        "**tokens spent (mean per frame) and latency (ms, p50 / p99 per budget)**",
         "",
         "| method | "
-        + " | ".join(f"recall@{b:,}" for b in budgets)
-        + " | "
         + " | ".join(f"tokens@{b:,}" for b in budgets)
-        + " | p50 (ms) | p99 (ms) |",
-        "|---|" + "---:|" * (2 * len(budgets) + 2),
+        + " | "
+        + " | ".join(f"ms@{b:,}" for b in budgets)
+        + " |",
+        "|---|" + "---:|" * (2 * len(budgets)),
     ]
-    for label, name, key in rows:
-        block = M[name]
-        recall = " | ".join(cell(block[key][str(b)]) for b in budgets)
+    for name, block in M.items():
         tokens = " | ".join(f"{block['tokens_used'][str(b)]:,.0f}" for b in budgets)
-        lat = block["latency_ms"]
-        lines.append(f"| {label} | {recall} | {tokens} | {lat['p50']:.2f} | {lat['p99']:.2f} |")
+        lat = block["latency_ms_by_budget"]
+        ms = " | ".join(
+            "–" if name == "oracle" else f"{lat[str(b)]['p50']:.1f} / {lat[str(b)]['p99']:.1f}" for b in budgets
+        )
+        lines.append(f"| {name} | {tokens} | {ms} |")
     lines += [
         "",
-        RECALL_NOTE,
+        MEASURES_NOTE,
         "",
-        "Recall pooled over evidence turns (every (question, evidence turn) pair weighs the same):",
+        "Pooled over evidence turns (every (question, evidence turn) pair weighs the same), evidence held / coverage:",
         "",
-        "| method | " + " | ".join(f"recall@{b:,}" for b in budgets) + " |",
+        "| method | " + " | ".join(f"@{b:,}" for b in budgets) + " |",
         "|---|" + "---:|" * len(budgets),
     ]
     for name, block in M.items():
-        lines.append(f"| {name} | " + " | ".join(cell(block["recall_micro"][str(b)]) for b in budgets) + " |")
+        pooled = (
+            f"{cell(block['evidence_held_micro'][str(b)])} / {cell(block['coverage_micro'][str(b)])}" for b in budgets
+        )
+        lines.append(f"| {name} | " + " | ".join(pooled) + " |")
     for b in budgets:
         lines += [
             "",
-            f"Recall by category at {b:,} tokens (mean over the category's questions):",
+            f"By category at {b:,} tokens: answer held / evidence held / coverage (over the category's questions):",
             "",
             "| method | " + " | ".join(f"{c} {n}" for c, n in CATEGORIES.items()) + " |",
             "|---|" + "---:|" * len(CATEGORIES),
         ]
-        for label, name, key in rows:
-            by = M[name][f"{key}_by_category"]
-            lines.append(f"| {label} | " + " | ".join(cell(by[str(c)][str(b)]) for c in CATEGORIES) + " |")
+        for name, block in M.items():
+            row = (
+                " / ".join(
+                    cell(block[f"{k}_by_category"][str(c)][str(b)])
+                    for k in ("answer_held", "evidence_held", "coverage")
+                )
+                for c in CATEGORIES
+            )
+            lines.append(f"| {name} | " + " | ".join(row) + " |")
     lines += [
         "",
         f"Data: {R['data']} · counter {R['counter']} · embedder {R['embedder']} · {m['date']} · {m['nproc']} cores · "
@@ -544,7 +654,8 @@ def nan_if_none(r: float | None) -> float:
 
 
 def plot(R: Mapping[str, Any], path: Path) -> bool:
-    """Recall against budget, one line per method (strict hydration dashed); False if matplotlib is missing."""
+    """Answer held and evidence held against budget, one line per method (the oracle dashed); False if matplotlib is
+    missing."""
     try:
         import matplotlib
 
@@ -555,28 +666,23 @@ def plot(R: Mapping[str, Any], path: Path) -> bool:
         log("matplotlib is not installed: no plot (pip install matplotlib, or `make install`)")
         return False
     budgets: list[int] = R["budgets"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, block in R["methods"].items():
-        (line,) = ax.plot(budgets, [nan_if_none(block["recall"][str(b)]) for b in budgets], marker="o", label=name)
-        if name == "hydration":
-            ax.plot(
-                budgets,
-                [nan_if_none(block["recall_strict"][str(b)]) for b in budgets],
-                marker="o",
-                linestyle="--",
-                color=line.get_color(),
-                label="hydration (strict)",
-            )
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(budgets))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{b:,}" for b in budgets])
-    ax.set_ylim(0.0, 1.0)
-    ax.set_xlabel("token budget")
-    ax.set_ylabel("evidence recall (mean over questions)")
-    ax.set_title(f"LoCoMo evidence recall ({R['questions']:,} questions, {R['conversations']} conversations)")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, k in zip(axes, ("answer_held", "evidence_held"), strict=True):
+        for name, block in R["methods"].items():
+            style = {"linestyle": "--", "color": "0.5"} if name == "oracle" else {}
+            ax.plot(budgets, [nan_if_none(block[k][str(b)]) for b in budgets], marker="o", label=name, **style)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(budgets))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([f"{b:,}" for b in budgets])
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xlabel("token budget")
+        ax.set_ylabel(
+            LABELS[k] + " (share of questions)" if k == "answer_held" else LABELS[k] + " (mean over questions)"
+        )
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"LoCoMo: what the frame holds ({R['questions']:,} questions, {R['conversations']} conversations)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
@@ -686,6 +792,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             totals["evidence_turns"] += evidence
             totals["missing_evidence"] += conv.missing_evidence
             totals["turns"] += len(conv.turns)
+            totals["answers_without_words"] += sum(1 for q in conv.questions if not content_words(q.answer))
             per_conversation.append(
                 {
                     "sample_id": conv.sample_id,
@@ -711,6 +818,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "questions": totals["questions"],
         "evidence_turns": totals["evidence_turns"],
         "missing_evidence": totals["missing_evidence"],
+        "answers_without_words": totals["answers_without_words"],
         "conversations": len(samples),
         "counter": counter.name,
         "embedder": emb.id,

@@ -150,60 +150,90 @@ def test_dense_rank_orders_by_cosine_with_ties_in_turn_order() -> None:
     assert locomo.dense_rank(np.array([0.0, 2.0]), docs) == [1, 2, 3, 0]
 
 
-# -- recall ----------------------------------------------------------------------------------------------------------
+# -- what a frame holds ----------------------------------------------------------------------------------------------
 
 
-def test_recall_counts_covers_of_any_fact_and_strict_counts_only_item_facts_up_to_l2() -> None:
-    """A turn is in the frame if any receipt fact covers its item; strictly, only item facts at L0–L2 count."""
+def test_content_words_lower_split_drop_stopwords_and_stem_lightly() -> None:
+    """The measures' words: lower-case, split on non-alphanumerics, stopwords out, plural and verb endings off."""
+    assert locomo.content_words("The cats were painting; she PAINTED two boxes & classes in 2023!") == {
+        "cat",
+        "paint",
+        "two",
+        "box",
+        "class",
+        "2023",
+    }
+    assert locomo.stem("parties") == "party" and locomo.stem("class") == "class" and locomo.stem("sing") == "sing"
+    assert locomo.content_words("the of a and") == frozenset()
+
+
+def test_answer_and_evidence_held_count_words_in_the_frame() -> None:
+    """An answer is held when all its content words are in the frame (its share otherwise); an evidence turn when at
+    least 80 % of its words are."""
+    frame = locomo.content_words("Caroline: I went to a support group on 7 May 2023 with my cats.")
+    assert locomo.answer_share(locomo.content_words("7 May 2023"), frame) == 1.0
+    assert locomo.answer_share(locomo.content_words("a cat and a dog"), frame) == 0.5
+    assert locomo.answer_share(frozenset(), frame) is None
+    turn = locomo.content_words("I went to the LGBTQ support group yesterday")  # went lgbtq support group yesterday
+    assert locomo.evidence_held([turn], frame) == 0  # 3 of 5 words
+    assert locomo.evidence_held([turn], frame | {"yesterday"}) == 1  # 4 of 5 = 80 %
+    assert locomo.evidence_held([frozenset()], frame) == 1
+
+
+def test_frame_body_leaves_out_the_envelope_tags() -> None:
+    frame = '<gaml-memory receipt="r_1" source="gaml:x">\n## 8 May 2023 s\nm1 hello\n</gaml-memory>'
+    assert locomo.frame_body(frame) == "## 8 May 2023 s\nm1 hello"
+    assert locomo.frame_body("m1 only") == "m1 only"
+
+
+def test_coverage_counts_covers_of_any_fact() -> None:
+    """A turn is covered by provenance if any receipt fact covers its item, whatever its level."""
     dia = {"i1": "D1:1", "i2": "D1:2", "i3": "D1:3", "i4": "D2:1"}
     facts = [
         {"id": "i1", "level": "L0", "kind": "item", "covers": ["i1"], "tokens": 12},
-        {"id": "d2", "level": "L2", "kind": "item", "covers": ["i2"], "tokens": 8},
         {"id": "s1", "level": "L1", "kind": "arc", "covers": ["i3", "i4"], "tokens": 20},
-        {"id": "b4", "level": "L3", "kind": "item", "covers": ["i4"], "tokens": 3},
         {"id": "x", "level": "L0", "kind": "item", "covers": ["elsewhere"], "tokens": 3},
     ]
-    assert locomo.covered(facts, dia, strict=False) == {"D1:1", "D1:2", "D1:3", "D2:1"}
-    assert locomo.covered(facts, dia, strict=True) == {"D1:1", "D1:2"}
+    assert locomo.covered(facts, dia) == {"D1:1", "D1:3", "D2:1"}
     assert locomo.unmapped(facts, dia) == 1
-    assert locomo.recalled(("D1:1", "D2:1", "D3:3"), locomo.covered(facts, dia, strict=True)) == 1
+    assert locomo.recalled(("D1:1", "D2:1", "D3:3"), locomo.covered(facts, dia)) == 2
 
 
-def test_summarize_recall_is_the_mean_over_questions_and_micro_pools_evidence_turns() -> None:
-    """``recall`` (and strict recall, and per category) averages each question's share of its evidence turns;
-    ``recall_micro`` pools every (question, evidence turn) pair; all rounded to 4 places."""
+def test_summarize_means_over_questions_and_pools_evidence_turns() -> None:
+    """Each measure per budget and category: answer held over questions whose answer has words, evidence held and
+    coverage as the mean share per question (and pooled in ``*_micro``); rounded to 4 places."""
     Out = locomo.Outcome
     outcomes = [
-        Out("bm25", 100, 1, evidence=3, hits=0, hits_strict=0, tokens=90, latency_ms=1.0),
-        Out("bm25", 100, 4, evidence=1, hits=1, hits_strict=1, tokens=100, latency_ms=3.0),
-        Out("bm25", 200, 1, evidence=3, hits=2, hits_strict=1, tokens=180, latency_ms=2.0),
-        Out("bm25", 200, 4, evidence=1, hits=1, hits_strict=0, tokens=200, latency_ms=4.0),
+        Out("bm25", 100, 1, evidence=3, covered=0, held=0, answer=0.5, tokens=90, latency_ms=1.0),
+        Out("bm25", 100, 4, evidence=1, covered=1, held=1, answer=1.0, tokens=100, latency_ms=3.0),
+        Out("bm25", 200, 1, evidence=3, covered=2, held=1, answer=None, tokens=180, latency_ms=2.0),
+        Out("bm25", 200, 4, evidence=1, covered=1, held=0, answer=1.0, tokens=200, latency_ms=4.0),
     ]
     block = locomo.summarize(outcomes, ["bm25"], [100, 200])["bm25"]
-    assert block["recall"] == {"100": 0.5, "200": 0.8333}  # per question: (0 + 1) / 2, (2/3 + 1) / 2
-    assert block["recall_strict"] == {"100": 0.5, "200": 0.1667}  # (0 + 1) / 2, (1/3 + 0) / 2
-    assert block["recall_micro"] == {"100": 0.25, "200": 0.75}  # pooled: 1 of 4, 3 of 4
-    assert "recall_macro" not in block
-    assert block["recall_by_category"]["1"] == {"100": 0.0, "200": 0.6667}
-    assert block["recall_by_category"]["4"] == {"100": 1.0, "200": 1.0}
-    assert block["recall_by_category"]["2"] == {"100": None, "200": None}  # no evidence to recall there
-    assert block["recall_strict_by_category"]["1"] == {"100": 0.0, "200": 0.3333}
-    assert block["recall_strict_by_category"]["4"] == {"100": 1.0, "200": 0.0}
+    assert block["answer_held"] == {"100": 0.5, "200": 1.0}  # the None answer is left out
+    assert block["answer_share"] == {"100": 0.75, "200": 1.0}
+    assert block["evidence_held"] == {"100": 0.5, "200": 0.1667}  # (0 + 1) / 2, (1/3 + 0) / 2
+    assert block["coverage"] == {"100": 0.5, "200": 0.8333}  # (0 + 1) / 2, (2/3 + 1) / 2
+    assert block["evidence_held_micro"] == {"100": 0.25, "200": 0.25}
+    assert block["coverage_micro"] == {"100": 0.25, "200": 0.75}
+    assert block["evidence_held_by_category"]["1"] == {"100": 0.0, "200": 0.3333}
+    assert block["answer_held_by_category"]["4"] == {"100": 1.0, "200": 1.0}
+    assert block["coverage_by_category"]["2"] == {"100": None, "200": None}  # no such question
     assert block["tokens_used"] == {"100": 95.0, "200": 190.0}
     assert block["latency_ms"]["p50"] == 2.5
 
 
-def test_mean_recall_weighs_each_question_the_same() -> None:
-    """A question with one evidence turn counts as much as one with ten; no outcomes, no recall."""
+def test_measures_weigh_each_question_the_same() -> None:
+    """A question with ten evidence turns counts as much as one with one; no outcomes, no figures."""
     Out = locomo.Outcome
     outcomes = [
-        Out("dense", 100, 1, evidence=10, hits=10, hits_strict=10, tokens=1, latency_ms=1.0),
-        Out("dense", 100, 2, evidence=1, hits=0, hits_strict=0, tokens=1, latency_ms=1.0),
+        Out("dense", 100, 1, evidence=10, covered=10, held=10, answer=1.0, tokens=1, latency_ms=1.0),
+        Out("dense", 100, 2, evidence=1, covered=0, held=0, answer=0.0, tokens=1, latency_ms=1.0),
     ]
-    assert locomo.mean_recall(outcomes) == 0.5
-    assert locomo.ratio(10, 11) == 0.9091
-    assert locomo.mean_recall([]) is None
-    assert locomo.ratio(0, 0) is None
+    m = locomo.measures(outcomes)
+    assert m["evidence_held"] == 0.5 and m["coverage"] == 0.5 and m["answer_held"] == 0.5
+    assert m["evidence_held_micro"] == 0.9091
+    assert set(locomo.measures([]).values()) == {None}
 
 
 # -- token counters --------------------------------------------------------------------------------------------------
@@ -273,9 +303,9 @@ def test_main_smoke_on_a_tiny_file(tmp_path: Path) -> None:
     Markdown (and the plot, with matplotlib) land next to the JSON."""
     out = tmp_path / "res" / "locomo.json"
     argv = ["--data", str(write_tiny(tmp_path)), "--budgets", "20,40,1000", "--json", str(out)]
-    assert locomo.main([*argv, "--embedder", "hash", "--methods", "bm25,dense,hybrid"]) == 0
+    assert locomo.main([*argv, "--embedder", "hash", "--methods", "bm25,dense,hybrid,oracle"]) == 0
     R = json.loads(out.read_text())
-    assert set(R["methods"]) == {"bm25", "dense", "hybrid"}
+    assert set(R["methods"]) == {"bm25", "dense", "hybrid", "oracle"}
     assert R["questions"] == 2
     assert R["evidence_turns"] == 3
     assert R["missing_evidence"] == 1
@@ -286,21 +316,26 @@ def test_main_smoke_on_a_tiny_file(tmp_path: Path) -> None:
     assert isinstance(R["counter"], str) and R["counter"]
     assert {"nproc", "python", "platform", "date"} <= set(R["machine"])
     for name, block in R["methods"].items():
-        assert set(block) >= {"recall", "recall_strict", "recall_by_category", "recall_strict_by_category"}
-        assert set(block) >= {"recall_micro", "latency_ms", "tokens_used"}
+        assert set(block) >= {*locomo.MEASURES, *locomo.MICRO, "latency_ms", "tokens_used"}
         assert set(block["latency_ms"]) == {"p50", "p99"}
-        for key in ("recall", "recall_strict", "recall_micro", "tokens_used"):
+        for key in (*locomo.MEASURES, *locomo.MICRO, "tokens_used"):
             assert set(block[key]) == {"20", "40", "1000"}, (name, key)
-        assert set(block["recall_by_category"]) == {"1", "2", "3", "4"}
-        values = [*block["recall"].values()] + [v for c in block["recall_by_category"].values() for v in c.values()]
-        assert all(v is None or 0.0 <= v <= 1.0 for v in values)
-        assert block["recall_by_category"]["4"] == {"20": None, "40": None, "1000": None}  # no such question
-        assert block["recall"]["1000"] == 1.0  # the whole conversation fits
+        for key in locomo.MEASURES:
+            by = block[f"{key}_by_category"]
+            assert set(by) == {"1", "2", "3", "4"}
+            values = [*block[key].values()] + [v for c in by.values() for v in c.values()]
+            assert all(v is None or 0.0 <= v <= 1.0 for v in values)
+            assert by["4"] == {"20": None, "40": None, "1000": None}  # no such question
+        assert block["evidence_held"]["1000"] == 1.0 and block["coverage"]["1000"] == 1.0  # the whole conversation
         assert all(block["tokens_used"][b] <= int(b) for b in block["tokens_used"])
+    oracle = R["methods"]["oracle"]
+    assert all(
+        oracle["evidence_held"][b] >= R["methods"][m]["evidence_held"][b] for m in R["methods"] for b in ("20", "40")
+    )
     md = out.with_suffix(".md").read_text()
-    assert "| bm25 |" in md and "recall@1,000" in md
-    assert locomo.RECALL_NOTE in md and "pooled over evidence turns" in md
-    assert "hydration" not in md.split("### LoCoMo evidence recall")[1].split("Data:")[0]
+    assert "| bm25 |" in md and "| oracle |" in md and "@1,000" in md
+    assert locomo.MEASURES_NOTE in md and "**answer held**" in md and "**evidence held**" in md
+    assert "| hydration |" not in md
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -327,17 +362,17 @@ def test_main_with_hydration_on_a_tiny_file(tmp_path: Path) -> None:
     assert R["questions"] == 2
     assert set(R["methods"]) == {"hydration", "bm25"}
     for block in R["methods"].values():
-        assert set(block["recall"]) == {"200", "1000"}
-        assert all(set(by) == {"200", "1000"} for by in block["recall_by_category"].values())
+        assert set(block["answer_held"]) == {"200", "1000"}
+        assert all(set(by) == {"200", "1000"} for by in block["evidence_held_by_category"].values())
         assert set(block["latency_ms"]) == {"p50", "p99"}
     block = R["methods"]["hydration"]
-    values = [*block["recall"].values(), *block["recall_strict"].values(), *block["recall_micro"].values()]
-    assert all(0.0 <= v <= 1.0 for v in values)
-    assert all(s <= r for s, r in zip(block["recall_strict"].values(), block["recall"].values(), strict=True))
+    for key in (*locomo.MEASURES, *locomo.MICRO):
+        assert all(v is None or 0.0 <= v <= 1.0 for v in block[key].values()), key
+    assert block["coverage"]["1000"] == 1.0  # the whole conversation fits, and every turn is covered
     assert block["tokens_used"]["200"] <= 200
     assert R["unmapped_covers"] == 0
     md = out.with_suffix(".md").read_text()
-    assert "| hydration |" in md and "| hydration (strict) |" in md
+    assert "| hydration |" in md
 
 
 # -- the real data (optional) ----------------------------------------------------------------------------------------
