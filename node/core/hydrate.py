@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -51,7 +50,7 @@ from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchR
 from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
-from gaml.node.core.text import envelope, extract
+from gaml.node.core.text import envelope, extract, when
 from gaml.node.core.tokens import HeuristicCounter, TokenCounter
 from gaml.policy.access import Location, Permission
 from gaml.policy.errors import InvalidInput
@@ -60,13 +59,69 @@ from gaml.policy.model import Asset, AssetType, Level, canonical_json
 HYDRATION_MODES: Final = ("auto", "hybrid", "semantic", "lexical", "recency")
 SEEDED_BY: Final = ("relevance", "goal_match", "entity_expansion", "arc_neighbour", "recency")
 LEVEL_NAMES: Final = ("L0", "L1", "L2", "L3")
-# What a unit is worth at each level, relative to its verbatim text (times its score).
-VALUE: Final = (1.0, 0.7, 0.45, 0.12)
-ARC_VALUE: Final = (0.0, 0.4, 0.3, 0.08)  # an arc has no L0; a summary of many turns holds less of each
 COMMON_ENTITY_SHARE: Final = 0.05
 GOAL_MATCH: Final = 0.5  # word overlap (Jaccard) at which an item's goal matches the request's
 GOAL_WEIGHT: Final = 0.6  # a goal match scores this share of the best seed
 SECOND_HITS: Final = 0.3  # a unit hit through several assets (an item and its facts) adds this share of the others
+RRF_K: Final = 20  # hydration fuses the dense and lexical ranks with this k: the first ranks of each path weigh more
+CONTEXT_SHARE: Final = 0.5  # an item gains this share of the score of the turn before it (what it answers)
+SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this much more
+CONTENT_MIN: Final = 3  # an item with fewer content words (fillers aside) says nothing: never seeded, never shown
+# A goal with one of these words is about time: an item's relative dates ("yesterday") show what they meant.
+TIME_WORDS: Final = frozenset(
+    {"when", "date", "day", "days", "week", "weeks", "weekend", "month", "months", "year", "years", "time", "long"}
+    | {"ago", "since", "until", "before", "after", "first", "last", "recently", "often", "age", "old", "yesterday"}
+)
+RERANK: Final = 2  # the units read for the speaker and content checks: this many times the fact cap
+# Words that carry no content in a turn of conversation ("Wow, cool, thanks!"), besides the stopwords.
+FILLERS: Final = frozenset(
+    [
+        "hey",
+        "hi",
+        "hello",
+        "wow",
+        "cool",
+        "awesome",
+        "great",
+        "thanks",
+        "thank",
+        "yeah",
+        "yes",
+        "yep",
+        "yup",
+        "nice",
+        "amazing",
+        "really",
+        "oh",
+        "ok",
+        "okay",
+        "lol",
+        "glad",
+        "sound",
+        "sounds",
+        "good",
+        "love",
+        "totally",
+        "sure",
+        "definitely",
+        "absolutely",
+        "agree",
+        "bye",
+        "see",
+        "soon",
+        "take",
+        "care",
+        "haha",
+        "congrats",
+        "congratulations",
+        "omg",
+        "wonderful",
+        "fantastic",
+        "incredible",
+        "super",
+        "fun",
+    ]
+)
 MAX_BUDGET: Final = 1_000_000
 MAX_GOAL_CHARS: Final = 8_000
 MAX_SEGMENTS: Final = 32
@@ -220,29 +275,7 @@ class _Unit:
     reps: list[_Rep | None] = dataclasses.field(default_factory=lambda: [None, None, None, None])
     level: int = -1  # the level shown; -1: not in the frame
     group: str = ""  # the source it is shown under
-
-    def value(self, level: int) -> float:
-        return self.score * (ARC_VALUE if self.kind == "arc" else VALUE)[level]
-
-    def lower(self) -> int | None:
-        """The next level down that saves tokens."""
-        cur = self.reps[self.level]
-        assert cur is not None
-        for lv in range(self.level + 1, 4):
-            r = self.reps[lv]
-            if r is not None and r.tokens < cur.tokens:
-                return lv
-        return None
-
-    def higher(self) -> int | None:
-        """The next level up that shows more (and costs more)."""
-        cur = self.reps[self.level]
-        assert cur is not None
-        for lv in range(self.level - 1, -1, -1):
-            r = self.reps[lv]
-            if r is not None and r.tokens > cur.tokens:
-                return lv
-        return None
+    empty: bool = False  # says nothing (a greeting, an acknowledgement): shown only when nothing else matches
 
 
 @dataclasses.dataclass(slots=True)
@@ -459,8 +492,10 @@ class Hydrator:
         units: dict[str, _Unit] = {}
         if rel is not None:
             self._jump(rel, keep, units)
+            self._context(units, keep)
         else:
             self._recent(keep, units, fact_cap)
+        self._check(req.goal, units, RERANK * fact_cap)
         focus = sorted(units.values(), key=_priority)[: seg.seeds]
         for u in units.values():
             u.distance = 2
@@ -480,7 +515,13 @@ class Hydrator:
         fixed = self.count(header) if header else 0
         if fixed > seg.budget:  # not even the title fits: the segment stays empty, and all of it lies beyond
             left_out, chosen, fixed, header = chosen + left_out, [], 0, ""
-        self._fit(chosen, groups, seg.budget - fixed - min(BEYOND_RESERVE, max(0, seg.budget - fixed)))
+        room = seg.budget - fixed
+        # Empty units are shown only when no unit with content matched the goal (then they are what there is).
+        matched = any(not u.empty and u.seeded_by in ("relevance", "goal_match") for u in chosen)
+        quiet = [u for u in chosen if not u.empty] if matched else chosen
+        used = self._place(quiet, groups, 0, room, _focus_levels)
+        reserve = min(BEYOND_RESERVE, room - used)
+        used = self._place(quiet, groups, used, room - reserve, _periphery_levels)
         dropped = [u for u in chosen if u.level < 0] + left_out
         kept = [u for u in chosen if u.level >= 0]
         where: dict[str, int] = {}
@@ -488,10 +529,7 @@ class Hydrator:
             g = groups.get(u.group)
             label = g.title if g is not None and g.title else _source_label(u)
             where[label] = where.get(label, 0) + 1
-        used = fixed + sum(g.tokens for g in groups.values() if g.present) + sum(_tok(u) for u in kept)
-        closing = self._closing(dropped, where, min(BEYOND_RESERVE, seg.budget - used))
-        used += self.count(closing) if closing else 0
-        self._promote(kept, seg.budget - used)
+        closing = self._closing(dropped, where, room - used)
         body_tokens = sum(_tok(u) for u in kept)
         overhead = fixed + sum(g.tokens for g in groups.values() if g.present) + (self.count(closing) if closing else 0)
         lines = [header] if header else []
@@ -536,18 +574,59 @@ class Hydrator:
     # -- jump ------------------------------------------------------------------------------------------------------
 
     def _jump(self, rel: Relevance, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
-        """Each ranked hit joins the unit it stands for; a unit's score is its best hit plus a share of the others."""
+        """Each ranked hit joins the unit it stands for; a unit's score is its best hit plus a share of the others. A
+        hit scores by its dense and lexical ranks fused with :data:`RRF_K`."""
+        fused: dict[str, float] = {}
+        for table in (rel.dense, rel.lexical):
+            for id_, (rank, _) in table.items():
+                fused[id_] = fused.get(id_, 0.0) + 1.0 / (RRF_K + rank)
         hits: dict[str, list[float]] = {}
-        for id_, score, pid in rel.ranked:
+        for id_, _, pid in rel.ranked:
             unit = self._unit_of(id_, pid, keep)
             if unit is None:
                 continue
             if unit.key not in units:
                 units[unit.key] = unit
-            hits.setdefault(unit.key, []).append(score)
+            hits.setdefault(unit.key, []).append(fused.get(id_, 0.0))
         for key, scores in hits.items():
             scores.sort(reverse=True)
             units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
+
+    def _context(self, units: dict[str, _Unit], keep: dict[bytes, set[str]]) -> None:
+        """An item gains :data:`CONTEXT_SHARE` of the score of the item before it in its source (the same goal): an
+        answer often shares no word with the goal, while the question it answers does."""
+        base = {key: u.score for key, u in units.items()}
+        order: dict[tuple[bytes, str], list[str]] = {}
+        for u in sorted(units.values(), key=lambda u: u.key):
+            if u.kind != "item" or not u.view.source_id:
+                continue
+            where = (u.pid, u.view.source_id)
+            if where not in order:
+                members = self.store.views(u.pid).sources.get(u.view.source_id, {})
+                order[where] = [i for i, _ in sorted(members.items(), key=lambda x: (x[1], x[0]))]
+            turns = order[where]
+            at = turns.index(u.key) if u.key in turns else -1
+            if at <= 0:
+                continue
+            before = turns[at - 1]
+            p = units.get(before)
+            if p is not None and before in keep.get(u.pid, ()) and p.view.goal == u.view.goal:
+                u.score += CONTEXT_SHARE * base[before]
+
+    def _check(self, goal: str, units: dict[str, _Unit], n: int) -> None:
+        """Read the ``n`` best units' items: one said by someone the goal names scores :data:`SPEAKER_BOOST` more, and
+        one that says nothing (no word but fillers, stopwords and names) is marked ``empty``."""
+        named = _content_words(goal)
+        best = [u for u in sorted(units.values(), key=_priority)[:n] if u.kind == "item"]
+        found = self._get_many([u.key for u in best])
+        for u in best:
+            asset = found.get(u.key)
+            if asset is None:  # pragma: no cover - the views follow the records
+                continue
+            who = _speaker(asset)
+            if who and _content_words(who) & named:
+                u.score *= SPEAKER_BOOST
+            u.empty = _says_nothing(display_text(asset))
 
     def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, set[str]]) -> _Unit | None:
         views = self.store.views(pid)
@@ -728,17 +807,17 @@ class Hydrator:
             need += facts_of.get(u.key, [])[:L2_FACTS] + ([summary_of[u.key]] if u.key in summary_of else [])
         found = self._get_many(need)
         goal_words = _content_words(goal)
+        timely = not TIME_WORDS.isdisjoint(
+            _WORD_RE.findall(goal.lower())
+        )  # the goal is about time: relative dates show what they meant
         groups: dict[str, _Group] = {}
         for u in units:
             if u.kind == "arc":
                 self._arc_reps(u, found, reader)
             else:
-                self._item_reps(u, found, facts_of.get(u.key, []), summary_of.get(u.key), goal_words, reader)
-            start = (0, 2, 3)[min(u.distance, 2)]
-            available = [lv for lv in range(4) if u.reps[lv] is not None]
-            if not available:
+                self._item_reps(u, found, facts_of.get(u.key, []), summary_of.get(u.key), goal_words, reader, timely)
+            if not any(u.reps):
                 continue
-            u.level = min((lv for lv in available if lv >= start), default=available[-1])
             u.group = u.view.source_id
             if u.group not in groups:
                 groups[u.group] = self._group(u, found)
@@ -752,9 +831,9 @@ class Hydrator:
             return _Group("", 0, (0, "", 0))
         asset = found.get(u.key) if u.kind != "arc" else (found.get(u.covers[0]) if u.covers else None)
         title = str(asset.payload.get("title", "")) if asset is not None else ""
-        when = datetime.fromtimestamp(u.view.created_at / 1e6, tz=UTC).strftime("%Y-%m-%d")
+        day = when.spoken(datetime.fromtimestamp(u.view.created_at / 1e6, tz=UTC).date())
         title = envelope.neutralize(_one_line(title) or u.group)
-        header = f"## {when} {title}"
+        header = f"## {day} {title}"
         return _Group(header, self.count(header), (u.view.created_at, u.group, u.view.source_start), title)
 
     def _item_reps(
@@ -765,11 +844,13 @@ class Hydrator:
         summary_id: str | None,
         goal_words: frozenset[str],
         reader: str,
+        timely: bool,
     ) -> None:
         asset = found.get(u.key)
         if asset is None:  # pragma: no cover - the views follow the records
             return
-        text = display_text(asset)
+        resolved = _resolved(asset) if timely else []
+        text = when.annotate(display_text(asset), resolved) if resolved else display_text(asset)
         who = _speaker(asset)
         prefix = whose(asset.owner_id, reader) + (f"{who}: " if who else "")
         covers = (u.key,)
@@ -810,77 +891,30 @@ class Hydrator:
 
     # -- fitting ---------------------------------------------------------------------------------------------------
 
-    def _fit(self, units: list[_Unit], groups: dict[str, _Group], limit: int) -> None:
-        """Demote (least value lost per token saved first), then cut (lowest score first), until within ``limit``."""
-        present = [u for u in units if u.level >= 0]
-        for u in present:
-            groups[u.group].present += 1
-        used = sum(_tok(u) for u in present) + sum(g.tokens for g in groups.values() if g.present)
-        heap: list[tuple[float, int, int, int]] = []  # (loss per token, priority, version, index)
-        version = [0] * len(units)
-        order = {id(u): n for n, u in enumerate(sorted(units, key=_priority))}
-
-        def push(n: int) -> None:
-            u = units[n]
-            lv = u.lower() if u.level >= 0 else None
-            if lv is None:
-                return
-            saved = _tok(u) - _rep_at(u, lv).tokens
-            heapq.heappush(heap, ((u.value(u.level) - u.value(lv)) / saved, -order[id(u)], version[n], n))
-
-        for n in range(len(units)):
-            push(n)
-        cut_order = sorted((n for n, u in enumerate(units) if u.level >= 0), key=lambda n: order[id(units[n])])
-        while used > limit:
-            if heap:
-                _, _, ver, n = heapq.heappop(heap)
-                u = units[n]
-                if ver != version[n] or u.level < 0:
-                    continue
-                lv = u.lower()
-                if lv is None:
-                    continue
-                used -= _tok(u) - _rep_at(u, lv).tokens
-                u.level = lv
-                version[n] += 1
-                push(n)
+    def _place(
+        self,
+        order: Sequence[_Unit],
+        groups: dict[str, _Group],
+        used: int,
+        limit: int,
+        levels: Callable[[_Unit], Sequence[int]],
+    ) -> int:
+        """Show each unit not yet shown, in ``order``, at the first of its ``levels`` whose line (and its source's
+        header, when the unit is the first of its source) fits within ``limit``; the tokens used after."""
+        for u in order:
+            if u.level >= 0:
                 continue
-            if not cut_order:
-                break
-            n = cut_order.pop()
-            u = units[n]
-            used -= _tok(u)
-            g = groups[u.group]
-            g.present -= 1
-            if not g.present:
-                used -= g.tokens
-            u.level = -1
-            version[n] += 1
-
-    def _promote(self, units: list[_Unit], room: int) -> None:
-        """With ``room`` tokens left, raise units (most value gained per token first) while each step fits."""
-        heap: list[tuple[float, str, int]] = []
-        for n, u in enumerate(units):
-            self._push_up(heap, u, n)
-        while heap and room > 0:
-            _, _, n = heapq.heappop(heap)
-            u = units[n]
-            lv = u.higher()
-            if lv is None:
-                continue
-            extra = _rep_at(u, lv).tokens - _tok(u)
-            if extra > room:
-                continue  # room only shrinks: this step will never fit
-            room -= extra
-            u.level = lv
-            self._push_up(heap, u, n)
-
-    @staticmethod
-    def _push_up(heap: list[tuple[float, str, int]], u: _Unit, n: int) -> None:
-        lv = u.higher()
-        if lv is not None:
-            extra = _rep_at(u, lv).tokens - _tok(u)
-            heapq.heappush(heap, (-(u.value(lv) - u.value(u.level)) / extra, u.handle, n))
+            g = groups.get(u.group)
+            header = g.tokens if g is not None and not g.present else 0
+            for lv in levels(u):
+                r = u.reps[lv]
+                if r is not None and used + header + r.tokens <= limit:
+                    u.level = lv
+                    used += header + r.tokens
+                    if g is not None:
+                        g.present += 1
+                    break
+        return used
 
     def _closing(self, dropped: Sequence[_Unit], where: Mapping[str, int], room: int) -> str:
         """The breadcrumb of what lies beyond the frame, as long as fits in ``room`` tokens ("" when nothing)."""
@@ -934,8 +968,19 @@ class Hydrator:
 # -- helpers -----------------------------------------------------------------------------------------------------------
 
 
-def _priority(u: _Unit) -> tuple[float, int, str]:
-    return (-u.score, u.distance, u.key)
+def _priority(u: _Unit) -> tuple[bool, float, int, str]:
+    return (u.empty, -u.score, u.distance, u.key)
+
+
+def _focus_levels(u: _Unit) -> tuple[int, ...]:
+    """First, every ranked item (or standalone asset) verbatim, else its sentence for the goal; arcs wait."""
+    return () if u.kind == "arc" else (0, 1)
+
+
+def _periphery_levels(u: _Unit) -> tuple[int, ...]:
+    """With room left after the focus: arcs at their richest level that fits, items at their distillation or
+    breadcrumb."""
+    return (1, 2, 3) if u.kind == "arc" else (2, 3)
 
 
 def _reading_order(u: _Unit) -> tuple[int, int, str]:
@@ -1000,6 +1045,18 @@ def _speaker(asset: Asset) -> str:
     return ""
 
 
+def _resolved(asset: Asset) -> list[tuple[str, str]]:
+    """The relative dates ingestion resolved for an item (``payload["when"]``: pairs of phrase and meaning)."""
+    raw = asset.payload.get("when")
+    if not isinstance(raw, (list, tuple)):
+        return []
+    return [
+        (pair[0], pair[1])
+        for pair in raw
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) and x for x in pair)
+    ]
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -1008,6 +1065,21 @@ def _indented(text: str) -> str:
     """A verbatim text whose every line but the first is indented: no line it holds can pass for a line of the frame
     (a handle's line, a source header, another principal's unlabelled words)."""
     return "\n  ".join(text.splitlines())
+
+
+_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9']+")
+
+
+def _says_nothing(text: str) -> bool:
+    """A turn with no word but fillers, stopwords and capitalised words (names): "Hey Caroline!", "Wow, cool!"."""
+    for w in _TOKEN_RE.findall(text):
+        low = w.lower().strip("'")
+        if w[0].isupper() or not low or low in FILLERS or low in extract.STOPWORDS:
+            continue
+        if _WORD_RE.fullmatch(low) is None:  # an apostrophe inside: "that's", "I'm"
+            continue
+        return False
+    return True
 
 
 def _content_words(text: str) -> frozenset[str]:

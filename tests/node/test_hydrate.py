@@ -218,13 +218,15 @@ def test_a_frame_holds_the_focus_verbatim_and_says_what_lies_beyond(node: Node) 
         for i in [v.id]
         if "5433" in node.store.get(i).text()
     )
-    assert any(port in f["covers"] for f in r["facts"])
+    assert any(port in f["covers"] and f["level"] == "L0" for f in r["facts"])  # the answer, verbatim
     top = r["facts"][0]
-    assert top["handle"] == "m1" and top["seeded_by"] == "relevance" and top["distance"] == 0
+    assert top["seeded_by"] == "relevance" and top["distance"] == 0
     seeded = {f["seeded_by"] for f in r["facts"]}
     assert seeded <= {"relevance", "goal_match", "entity_expansion", "arc_neighbour"}
-    assert r["beyond"]["relevant"] > 0 and r["beyond"]["where"]
-    assert "more relevant items beyond this frame" in h.frame
+    assert r["beyond"]["relevant"] > 0 and r["beyond"]["where"]  # the receipt says what lies beyond
+    # The frame says so too where room is left: a segment choosing fewer units than the budget would hold.
+    capped = hydrate(node, "which port does the billing database listen on?", 2000, plane=(Segment("*", 0, 1, 2),))
+    assert capped.receipt["beyond"]["relevant"] > 0 and "more relevant items beyond this frame" in capped.frame
     assert r["partitions"] and all("alice" in p for p in r["partitions"])
     check_accounting(h, HeuristicCounter())
 
@@ -242,21 +244,13 @@ def test_an_arc_covers_its_items_across_partitions(mem_node: Node) -> None:
     assert len(spread) > 1
 
 
-def test_pressure_demotes_before_it_drops(mem_node: Node) -> None:
-    """With room for the fact cap only at lower levels, every unit stays in the frame, demoted; cutting starts only
-    once every unit is at its lowest level."""
-    goal = "billing database port replication"
-    roomy = hydrate(mem_node, goal, 2000, plane=(Segment("*", 0, seeds=4, fact_cap=6),))
-    assert len(roomy.receipt["facts"]) == 6 and {f["level"] for f in roomy.receipt["facts"]} & {"L0", "L1"}
-    rank = {"L0": 0, "L1": 1, "L2": 2, "L3": 3}
-    need = sum(f["tokens"] for f in roomy.receipt["facts"])
-    for squeeze in (need // 10, need // 6):  # the facts must shrink by this much (the rest is fixed)
-        budget = roomy.receipt["budget"]["spent"] - squeeze
-        tight = hydrate(mem_node, goal, budget, plane=(Segment("*", 0, seeds=4, fact_cap=6),))
-        facts = tight.receipt["facts"]
-        assert len(facts) == 6, f"squeezed by {squeeze}: a unit was cut while others could still be demoted"
-        assert sum(rank[f["level"]] for f in facts) > sum(rank[f["level"]] for f in roomy.receipt["facts"])
-        check_accounting(tight, HeuristicCounter())
+def test_a_roomy_frame_shows_every_item_verbatim(mem_node: Node) -> None:
+    """With room for everything the segment chose, no item is shown below its verbatim text: detail gives way only to
+    a budget that is short."""
+    h = hydrate(mem_node, "billing database port replication", 20_000, plane=(Segment("*", 0, seeds=4, fact_cap=8),))
+    items = [f for f in h.receipt["facts"] if f["kind"] == "item"]
+    assert items and all(f["level"] == "L0" for f in items)
+    check_accounting(h, HeuristicCounter())
 
 
 def test_per_segment_budgets_hold_exactly(mem_node: Node) -> None:
@@ -521,22 +515,87 @@ def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:
     assert [node.store.get(i).heat.visits for i in shown] == [4] + [3] * (len(shown) - 1)
 
 
-def test_no_unit_is_cut_while_another_could_still_be_demoted(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
-    """At every budget from roomy to tiny, after fitting: if any unit was cut, no unit left could move lower."""
+def test_the_focus_pass_leaves_out_only_what_does_not_fit(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At every budget from roomy to tiny: the first pass shows items in rank order, verbatim or else by their
+    sentence for the goal, and an item it leaves out (or leaves for a lower rung) did not fit in what it left over;
+    the second pass (arcs, distillations, breadcrumbs) only spends what the first left."""
     import gaml.node.core.hydrate as hydrate_module
 
-    fit = hydrate_module.Hydrator._fit
-    violations: list[int] = []
+    place = hydrate_module.Hydrator._place
+    violations: list[tuple[int, str]] = []
+    passes: list[tuple[str, int, int]] = []
 
-    def checked(self: Hydrator, units: list, groups: dict, limit: int) -> None:  # type: ignore[type-arg]
-        fit(self, units, groups, limit)
-        if any(u.level < 0 for u in units) and any(u.level >= 0 and u.lower() is not None for u in units):
-            violations.append(limit)
+    def checked(self: Hydrator, order: list, groups: dict, used: int, limit: int, levels: object) -> int:  # type: ignore[type-arg]
+        after = place(self, order, groups, used, limit, levels)  # type: ignore[arg-type]
+        focus = levels is hydrate_module._focus_levels
+        passes.append(("focus" if focus else "periphery", used, after))
+        if focus:
+            for u in order:
+                if u.kind == "arc" or u.level in (0, 1):
+                    continue
+                sizes = [r.tokens for r in u.reps[:2] if r is not None]
+                g = groups.get(u.group)
+                if sizes and min(sizes) + (g.tokens if g is not None else 0) <= limit - after:
+                    violations.append((limit, u.key))
+        return after
 
-    monkeypatch.setattr(hydrate_module.Hydrator, "_fit", checked)
+    monkeypatch.setattr(hydrate_module.Hydrator, "_place", checked)
     plane = (Segment("*", 0, seeds=4, fact_cap=8),)
-    roomy = hydrate(mem_node, "billing database port replication", 2000, plane=plane)
-    top = roomy.receipt["budget"]["spent"]
-    for budget in range(top, 40, -3):
-        hydrate(mem_node, "billing database port replication", budget, plane=plane)
+    goal = "billing database port replication"
+    roomy = hydrate(mem_node, goal, 2000, plane=plane)
+    for budget in range(roomy.receipt["budget"]["spent"], 40, -3):
+        passes.clear()
+        h = hydrate(mem_node, goal, budget, plane=plane)
+        assert [p[0] for p in passes] == ["focus", "periphery"]
+        assert passes[1][1] == passes[0][2]  # the periphery starts where the focus ended
+        check_accounting(h, HeuristicCounter())
     assert violations == []
+
+
+def test_content_free_turns_are_shown_only_when_nothing_else_matches() -> None:
+    """Greetings and acknowledgements ("Wow, cool!") are never seeded nor shown while a turn with content matches the
+    goal; when they are all that matches (by words: a dense path finds something near anything), they are what the
+    frame holds."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    turns = [
+        ("user", "Wow, cool! Thanks!"),
+        ("assistant", "The pottery class meets on Tuesdays in the old mill."),
+        ("user", "Cool, awesome!"),
+        ("assistant", "Sure, sounds great!"),
+    ]
+    ing = Ingestor(node, Rules.load_default())
+    ing.ingest(parsers.parse(transcript("chat", turns, NOW), "chat.jsonl", "transcript"), IngestOptions("alice"), NOW)
+    texts = {a.id: a.text() for a in node.store.get_many(node.store.live_ids()) if a is not None}
+    full = hydrate(node, "cool pottery class", 400)
+    shown = [texts.get(f["unit"], "") for f in full.receipt["facts"]]
+    assert any("pottery" in t for t in shown)
+    assert not any(t.startswith(("Wow, cool", "Cool, awesome", "Sure, sounds")) for t in shown)
+    only = hydrate(node, "cool awesome", 400, mode="lexical")  # by words, only the empty turns match
+    matched = [texts.get(f["unit"], "") for f in only.receipt["facts"] if f["seeded_by"] == "relevance"]
+    assert matched and all(t.startswith(("Wow, cool", "Cool, awesome")) for t in matched)
+    check_accounting(only, HeuristicCounter())
+
+
+def test_a_turn_said_by_the_person_the_goal_names_ranks_first() -> None:
+    """Two turns with the same words, one said by Caroline and one by Melanie: a goal naming Caroline seeds hers."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    sample = {
+        "sample_id": "conv-names",
+        "conversation": {
+            "speaker_a": "Caroline",
+            "speaker_b": "Melanie",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Melanie", "dia_id": "D1:1", "text": "I love painting sunsets by the lake."},
+                {"speaker": "Caroline", "dia_id": "D1:2", "text": "I love painting sunsets by the lake."},
+            ],
+        },
+        "qa": [],
+    }
+    ing = Ingestor(node, Rules.load_default())
+    ing.ingest(parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW)
+    h = hydrate(node, "What does Caroline love painting?", 400)
+    first = max(h.receipt["facts"], key=lambda f: f["score"])
+    assert node.store.get(first["unit"]).payload["speaker"] == "Caroline"

@@ -47,7 +47,7 @@ from typing import Any, Final
 import numpy as np
 
 from gaml.node.core.node import Node
-from gaml.node.core.text import envelope, extract
+from gaml.node.core.text import envelope, extract, when
 from gaml.node.core.text.privacy import Rules, masked
 from gaml.node.core.text.records import Record, Source
 from gaml.policy.access import WriteTarget, inherit
@@ -573,6 +573,9 @@ class Ingestor:
         }
         if r.speaker:
             payload["speaker"] = r.speaker
+        said = r.time or source.time  # relative dates are resolved against the source's own time, never the ingest's
+        if said and (resolved := when.resolve(p.text, said)):
+            payload["when"] = [list(pair) for pair in resolved]
         if source.title:
             payload["title"] = source.title
         if p.duplicate_of is not None:

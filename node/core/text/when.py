@@ -1,0 +1,232 @@
+"""Relative time, resolved against the moment a text was said. Pure core.
+
+A turn of conversation says "yesterday", "last Friday" or "two weeks ago"; what it means depends on when the turn was
+said, which a reader of the memory a year later no longer knows. :func:`resolve` finds those phrases in a text and
+says what each one means at the time ``at`` (microseconds, UTC) the text was said: ingestion stores the result with
+the item (``payload["when"]``), and hydration shows it next to the phrase (:func:`annotate`) when the goal is about
+time.
+
+What is resolved (case-insensitive, whole words):
+
+- ``today``, ``tonight``, ``this morning`` / ``afternoon`` / ``evening`` → the day (``8 May 2023``);
+  ``yesterday``, ``last night`` → the day before; ``the day before yesterday``; ``tomorrow``;
+- ``last week`` / ``this past week`` / ``a week ago`` → ``the week before 8 May 2023``; ``next week`` → ``the week
+  after 8 May 2023``; the same for ``weekend``;
+- ``last`` / ``this past`` / ``next`` + a weekday (``Fri``, ``Tues`` …) → ``the Friday before 8 May 2023 (5 May
+  2023)``; a bare ``on Friday`` only where its sentence says which way (a past-tense verb, or a future cue such as
+  ``will``, ``going to``, ``next``), else it is left alone;
+- ``last`` / ``this`` / ``next month`` → ``April 2023``; ``last`` / ``this`` / ``next year`` → ``2022``;
+- ``N days / weeks / months / years ago`` (N in digits, ``a``, ``an``, ``a couple of`` or a word up to twelve) →
+  the day, ``the week of …``, the month, the year; ``for N years`` → ``since 2020``.
+
+Nothing is guessed beyond that: a phrase whose meaning depends on more than the date (``recently``, ``the other day``)
+stays as it was said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Final
+
+MONTHS: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_DAY_NAMES: Final = {
+    **{d.lower(): n for n, d in enumerate(WEEKDAYS)},
+    **{
+        a: n
+        for n, names in enumerate(("mon", "tue tues", "wed", "thu thur thurs", "fri", "sat", "sun"))
+        for a in names.split()
+    },
+}
+_NUMBERS: Final = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
+}
+MAX_COUNT: Final = 100  # "300 years ago" is history, not memory
+MAX_RESOLVED: Final = 16  # phrases resolved per text
+
+_DAY: Final = r"(?P<day>" + "|".join(sorted(_DAY_NAMES, key=len, reverse=True)) + r")\.?"
+_COUNT: Final = (
+    r"(?P<n>\d{1,3}|a couple of|a couple|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+)
+_PATTERNS: Final = (
+    ("day_before_yesterday", r"the day before yesterday"),
+    ("today", r"today|tonight|this (?:morning|afternoon|evening)"),
+    ("yesterday", r"yesterday|last night"),
+    ("tomorrow", r"tomorrow"),
+    ("rel_day", r"(?P<dir>last|this past|next|this coming) " + _DAY),
+    ("rel_span", r"(?P<dir>last|this past|the past|next) (?P<unit>week|weekend|month|year)"),
+    ("this_span", r"this (?P<unit>month|year)"),
+    ("ago", _COUNT + r" (?P<unit>day|week|month|year)s? ago"),
+    ("span_for", r"for (?:the (?:past|last) )?" + _COUNT + r" (?P<unit>year)s?"),
+    ("bare_day", r"on " + _DAY),
+)
+_INNER: Final = re.compile(r"\(\?P<(\w+)>")
+
+
+def _alternative(n: int, name: str, body: str) -> str:
+    """Pattern ``n`` as a group named ``name``, the groups inside renamed ``group__n`` (a name may not repeat)."""
+    inner = _INNER.sub(lambda g: f"(?P<{g.group(1)}__{n}>", body)
+    return f"(?P<{name}>\\b(?:{inner})\\b)"
+
+
+_RE: Final = re.compile(
+    "|".join(_alternative(n, name, body) for n, (name, body) in enumerate(_PATTERNS)), re.IGNORECASE
+)
+_PAST: Final = re.compile(
+    r"\b(?:\w+ed|went|got|had|was|were|did|won|made|took|saw|met|ran|came|gave|found|began|bought|brought|caught|"
+    r"felt|fell|left|lost|told|thought|wrote|read|heard|sat|spent|taught|threw|wore|flew|drove|ate|swam|sang|"
+    r"joined|finished)\b",
+    re.IGNORECASE,
+)
+_FUTURE: Final = re.compile(
+    r"\b(?:will|'ll|going to|gonna|plan|planning|can't wait|next|upcoming|coming)\b", re.IGNORECASE
+)
+_SENTENCE_END: Final = re.compile(r"[.!?]\s")
+
+
+def spoken(d: date) -> str:
+    """A date as people write it (``8 May 2023``), the same in every locale."""
+    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
+
+
+def _month(d: date, shift: int) -> str:
+    k = d.year * 12 + d.month - 1 + shift
+    return f"{MONTHS[k % 12]} {k // 12}"
+
+
+def _count(text: str) -> int | None:
+    t = " ".join(text.lower().split())
+    n = int(t) if t.isdigit() else _NUMBERS.get(t)
+    return n if n is not None and 0 < n <= MAX_COUNT else None
+
+
+def _group(m: re.Match[str], name: str) -> str | None:
+    """The group ``name`` of the alternative that matched (compiled as ``name__N``)."""
+    for key, value in m.groupdict().items():
+        if value is not None and key.split("__")[0] == name:
+            return value
+    return None
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around ``[start, end)``."""
+    left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    right = next((m.start() + 1 for m in _SENTENCE_END.finditer(text, end)), len(text))
+    return text[left:right]
+
+
+def _meaning(kind: str, m: re.Match[str], day: date, text: str) -> str | None:
+    said = spoken(day)
+    if kind == "today":
+        return said
+    if kind == "yesterday":
+        return spoken(day - timedelta(days=1))
+    if kind == "day_before_yesterday":
+        return spoken(day - timedelta(days=2))
+    if kind == "tomorrow":
+        return spoken(day + timedelta(days=1))
+    if kind in ("rel_day", "bare_day"):
+        wanted = _DAY_NAMES[(_group(m, "day") or "").lower()]
+        if kind == "rel_day":
+            forward = (_group(m, "dir") or "").lower() in ("next", "this coming")
+        else:
+            sentence = _sentence(text, m.start(), m.end())
+            future, past = bool(_FUTURE.search(sentence)), bool(_PAST.search(sentence))
+            if future == past:
+                return None  # the sentence does not say which way
+            forward = future
+        if forward:
+            target = day + timedelta(days=(wanted - day.weekday() - 1) % 7 + 1)
+            return f"the {WEEKDAYS[wanted]} after {said} ({spoken(target)})"
+        target = day - timedelta(days=(day.weekday() - wanted - 1) % 7 + 1)
+        return f"the {WEEKDAYS[wanted]} before {said} ({spoken(target)})"
+    unit = (_group(m, "unit") or "").lower()
+    if kind == "rel_span":
+        forward = (_group(m, "dir") or "").lower() == "next"
+        if unit in ("week", "weekend"):
+            return f"the {unit} {'after' if forward else 'before'} {said}"
+        if unit == "month":
+            return _month(day, 1 if forward else -1)
+        return str(day.year + (1 if forward else -1))
+    if kind == "this_span":
+        return _month(day, 0) if unit == "month" else str(day.year)
+    n = _count(_group(m, "n") or "")
+    if n is None:
+        return None
+    if kind == "span_for":
+        return f"since {day.year - n}"
+    if unit == "day":
+        return spoken(day - timedelta(days=n))
+    if unit == "week":
+        return f"the week of {spoken(day - timedelta(weeks=n))}"
+    if unit == "month":
+        return _month(day, -n)
+    return str(day.year - n)
+
+
+def resolve(text: str, at: int) -> list[tuple[str, str]]:
+    """The relative time phrases of ``text`` said at ``at`` (microseconds since the epoch, UTC), in order, each with
+    what it means (``[("yesterday", "7 May 2023")]``); empty when ``at`` is 0 (no time known) or nothing is found."""
+    if at <= 0 or not text:
+        return []
+    day = datetime.fromtimestamp(at / 1e6, tz=UTC).date()
+    out: list[tuple[str, str]] = []
+    for m in _RE.finditer(text):
+        kind = m.lastgroup
+        if kind is None:  # pragma: no cover - every alternative is a named group
+            continue
+        meaning = _meaning(kind, m, day, text)
+        if meaning is not None:
+            out.append((m.group(0), meaning))
+            if len(out) == MAX_RESOLVED:
+                break
+    return out
+
+
+def annotate(text: str, resolved: Sequence[tuple[str, str]]) -> str:
+    """``text`` with each resolved phrase followed by its meaning in brackets (``yesterday [7 May 2023]``), each
+    phrase once, in order of appearance."""
+    out: list[str] = []
+    at = 0
+    for phrase, meaning in resolved:
+        k = text.find(phrase, at)
+        if k < 0:
+            continue
+        end = k + len(phrase)
+        out.append(text[at:end] + f" [{meaning}]")
+        at = end
+    return "".join(out) + text[at:]
+
+
+__all__ = ["MONTHS", "WEEKDAYS", "annotate", "resolve", "spoken"]
