@@ -87,7 +87,7 @@ bench-grpc: $(STAMP) ## Hydrate p50/p99 and Put throughput over gRPC (Unix socke
 bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
 	$(BIN)/python -m gaml.bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
 
-bench-locomo: $(STAMP) ## LoCoMo dev set: hydration vs BM25, dense and fused turns at BUDGETS tokens (evidence recall, latency); writes bench/results/
+bench-locomo: $(STAMP) ## LoCoMo dev set: what hydrated frames hold (answer held, evidence held, coverage) vs BM25, dense, fused turns and an oracle at BUDGETS tokens; writes bench/results/
 	$(BIN)/python -m gaml.bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json
 
 bench-tokens: $(STAMP) ## the default token counter against real BPE tokenizers (cl100k, o200k) on LoCoMo turns; writes bench/results/

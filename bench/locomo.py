@@ -1,4 +1,4 @@
-"""LoCoMo evidence-recall benchmark: hydrated frames against plain BM25, dense and fused turn retrieval, at the same
+"""LoCoMo: what a hydrated frame holds, against plain BM25, dense and fused turn retrieval and an oracle, at the same
 token budgets, on the same conversations, in one run.
 
 ::
@@ -6,34 +6,35 @@ token budgets, on the same conversations, in one run.
     .venv/bin/python -m gaml.bench.locomo --data ../shared/data/locomo/locomo-dev.json --budgets 500,1000,2000,4000
                                      --json bench/results/locomo.json [--md OUT.md] [--png OUT.png]
                                      [--embedder minilm|hash] [--conversations N] [--questions-per-conversation N]
-                                     [--methods hydration,bm25,dense,hybrid]
+                                     [--methods hydration,bm25,dense,hybrid,oracle]
                                      [--counter heuristic|cl100k_base|o200k_base]
 
 For each conversation (sample) of the file, every question but the adversarial ones (category 5, which have no
 answer in the conversation) is asked of each method at each budget, with the question as the query:
 
 - ``hydration``: the conversation is parsed (``node.parsers.parse``, one source per session), ingested and curated
-  into a fresh node home the way ``gaml ingest`` does it (``bench.ingest_bench``'s pipeline), then
-  ``node.hydrate.Hydrator.hydrate`` builds a frame for the question within the budget. An evidence turn counts as
-  recalled when its item is among the ``covers`` of any fact of the receipt (at L0 or through a derivative whose
-  provenance includes it); *strict* recall counts only item facts at L0–L2 (the turn's own text or its own
-  distillation, not a breadcrumb or a multi-turn summary).
+  into a fresh node home the way ``gaml ingest`` does it, then ``Hydrator.hydrate`` builds a frame for the question
+  within the budget.
 - ``bm25``, ``dense``, ``hybrid``: every turn of the conversation, rendered as ``"{speaker}: {text}\\n"``, ranked by a
   stdlib BM25 (k1 = 1.2, b = 0.75), by cosine of embeddings (the node's embedder), or by reciprocal-rank fusion of
   those two rankings (score = Σ 1 / (60 + rank)); then the budget is filled greedily in rank order (a turn whose line
   does not fit what is left is skipped, the next one tried). A turn's cost is its line counted by the same token
-  counter the hydration uses. An evidence turn is recalled when its line is in the filled set.
+  counter the hydration uses.
+- ``oracle``: the question's evidence turns first, then the BM25 ranking, filled the same way: the ceiling of each
+  measure for a frame made of the turns' own words.
 
-Evidence recall (``recall``) is the mean over questions of each frame's share of that question's evidence turns, as
-in the issue's reference figures; ``recall_strict`` and the per-category figures are averaged the same way, and
-``recall_micro`` pools every (question, evidence turn) pair instead (questions with many evidence turns weigh more).
-Ids listed as evidence that name no turn of the conversation are left out and counted (``missing_evidence``).
-Latency is per question and budget: for hydration the ``hydrate`` call, for a baseline its ranking (with the
-question's embedding) plus its fill. The token counter is ``node.tokens.HeuristicCounter``, or with ``--counter``
-an exact BPE count (``node.bpe.BpeCounter``, which needs ``bpe-openai``).
+The measures (defined in ``bench/README.md``): **answer held** (every content word of the gold answer in the frame;
+and the mean share of them), **evidence held** (an evidence turn at least 80 % of whose content words are in the
+frame), and **coverage by provenance** (lenient: an evidence turn shown, or a derivative whose provenance includes
+it). Each is reported per budget and per category. Ids listed as evidence that name no turn of the conversation are
+left out and counted (``missing_evidence``). Latency is per question and budget: for hydration the ``hydrate`` call,
+for a baseline its ranking (with the question's embedding) plus its fill. The token counter is
+``node.tokens.HeuristicCounter``, or with ``--counter`` an exact BPE count (``node.bpe.BpeCounter``, which needs
+``bpe-openai``).
 
 Results: JSON (``--json``), a Markdown table to paste into the README (``--md``, default: next to the JSON), and a
-plot of recall against budget (``--png``, default: next to the JSON; skipped if matplotlib is missing).
+plot of answer held and evidence held against budget (``--png``, default: next to the JSON; skipped if matplotlib is
+missing).
 """
 
 from __future__ import annotations

@@ -83,9 +83,9 @@ def ingest_act(home: Path) -> None:
         asset = json.loads(gaml(home, "get", rung["id"], "--as", "alice"))
         print(f"{level}: {rung['text']}\n    derived from {len(asset['derived_from'])} items, {asset['privacy_scope']}")
 
-    banner("gaml hydrate --goal 'why did the login test fail?' --budget 250 --as alice  (a frame and its receipt)")
+    banner("gaml hydrate --goal 'why did the login test fail?' --budget 200 --as alice  (a frame and its receipt)")
     out = json.loads(
-        gaml(home, "hydrate", "--goal", "why did the login test fail?", "--budget", "250", "--as", "alice", "--json")
+        gaml(home, "hydrate", "--goal", "why did the login test fail?", "--budget", "200", "--as", "alice", "--json")
     )
     print(out["frame"])
     r = out["receipt"]

@@ -4,35 +4,42 @@ A request names a goal, a total budget and a **plane**: segments (a segment of m
 plane does not name), each with its own budget, seed count, fact cap and walk settings. For each segment:
 
 1. **Jump.** The governed retrieval (:mod:`node.retrieve`, stages 1–6: identity, partitions, policy, trust, prefilter,
-   temporal) decides what the caller may use *before anything is ranked*; relevance (dense + BM25, fused by RRF)
-   ranks only that. Each hit stands for a *unit*: an ingested item (a hit on one of its facts or on its own summary
-   counts for the item), an arc (its L1/L2/L3 rungs are one unit at three levels), or a standalone asset. The best
-   ``seeds`` units are the **focus**. Items whose goal annotation matches the request's goal join the focus as goal
-   matches. When no embeddings can be used, lexical ranking stands in; when that finds nothing either, the most
-   recent items are the seeds, and the receipt declares the ``recency`` path and why.
+   temporal) decides what the caller may use *before anything is ranked*; relevance (dense + BM25) ranks only that.
+   Each hit stands for a *unit*: an ingested item (a hit on one of its facts or on its own summary counts for the
+   item), an arc (its L1/L2/L3 rungs are one unit at three levels), or a standalone asset. A hit scores by its dense
+   and lexical ranks fused with :data:`RRF_K` (20: the first ranks of each path weigh more than in plain RRF); a
+   unit by its best hit plus :data:`SECOND_HITS` of the others. An item then gains :data:`CONTEXT_SHARE` of the
+   score of the turn before it (an answer often shares no word with the goal; the question it answers does), and
+   one said by someone the goal names weighs :data:`SPEAKER_BOOST` more. Content-free items (greetings,
+   acknowledgements: no word but fillers, stopwords and names) are never seeded, and are shown only when no unit
+   with content matched. The best ``seeds`` units are the **focus**; items whose goal annotation matches the
+   request's goal join it as goal matches. When no embeddings can be used, lexical ranking stands in; when that
+   finds nothing either, the most recent items are the seeds, and the receipt declares the ``recency`` path and why.
 2. **Walk.** From each focus item: its neighbouring turns in the same arc (same source, same goal), and items
    sharing one of its distinctive entities (an entity on more than :data:`COMMON_ENTITY_SHARE` of the partition's
-   assets, such as a conversation's speakers, leads nowhere). These are one hop from the focus. The rest of the
-   ranked units, up to the fact cap, are the periphery.
-3. **Level of detail by distance.** Focus units start at L0 (arcs at L1), one hop at L2, the periphery at L3. Then
-   the segment is fitted to its budget exactly: while it is over, the unit whose **demotion** loses the least value
-   per token saved moves one rung down (value: :data:`VALUE`, times the unit's score); only when every unit is at
-   L3 is the lowest-scored one cut. With room left, the unit whose promotion gains the most value per token moves
-   up, while it fits. What is left out is counted in a closing line (how many relevant items, and in which
-   sources), the skeleton breadcrumb of memory beyond the cutoff.
+   assets, such as a conversation's speakers, leads nowhere). They score a decayed share of the unit they were
+   reached from. The best ``fact_cap`` units of all are the segment's candidates; the rest lie beyond.
+3. **Detail by relevance.** The budget goes first to what answers: the candidates in rank order, each verbatim (L0)
+   when its line (and its source's header) fits what is left, else its sentence for the goal (L1), else it is passed
+   over and the next one tried. Arcs wait. Only with budget left after that pass do the periphery's rungs come in:
+   arcs at their richest level that fits, and the candidates passed over as their distillation (L2) or breadcrumb
+   (L3), while they fit, keeping room for the closing line, which counts what is left out (how many relevant items,
+   and in which sources), when it fits.
 4. **Resolution.** Superseded, expired and not-yet-valid assets never reach the candidates (stage 6); a fact
-   contradicted by a later authorized fact is left out of the frame and listed in the receipt.
+   contradicted by a later authorized fact is left out of the frame and listed in the receipt. For a goal about time
+   (:data:`TIME_WORDS`), an item's relative dates show what they meant when said (``yesterday [7 May 2023]``), as
+   ingestion resolved them (:mod:`node.core.text.when`).
 
-The levels of an item: L0 its verbatim text; L1 one sentence (its stored summary, or the sentence that best matches
-the goal); L2 its facts (``entity attribute value``), else its keywords; L3 a breadcrumb (its distinctive entities
-or keywords). A level that saves no tokens over the one above it is skipped.
+The levels of an item: L0 its verbatim text; L1 one sentence (the sentence that best matches the goal, else its
+stored summary); L2 its extracted facts (``entity attribute value``), absent when it has none; L3 a breadcrumb (its
+distinctive entities or keywords). A level that saves no tokens over the one above it is skipped.
 
 The frame is the rendered lines inside the memory envelope (:mod:`node.envelope`), grouped by source under a header
-with the source's title and date, each line starting with its handle (``m3``, or ``m3~L2`` below L0). The
-**receipt** accounts for every token: per fact its handle, ids, segment, level, why it is there (``seeded_by``),
-score and tokens; per segment its header and closing-line overhead; and the envelope's. Token counts come from a
-:class:`node.tokens.TokenCounter` whose count is additive across newlines, so the receipt's total is the frame's
-count. Each owner whose memory the frame holds gets the receipt (their part of it) in their access log.
+with the source's date (``8 May 2023``) and title, each line starting with its handle (``m3``, or ``m3~L2`` below
+L0). The **receipt** accounts for every token: per fact its handle, ids, segment, level, why it is there
+(``seeded_by``), score and tokens; per segment its header and closing-line overhead; and the envelope's. Token
+counts come from a :class:`node.tokens.TokenCounter` whose count is additive across newlines, so the receipt's total
+is the frame's count. Each owner whose memory the frame holds gets the receipt (their part of it) in their access log.
 
 Deterministic: the same state and request give the same frame and receipt (ties break on ids).
 """
@@ -861,13 +868,9 @@ class Hydrator:
             rid = summary.id if summary is not None and sentence == summary.payload.get("text") else asset.id
             u.reps[1] = self._line(u.handle, 1, prefix + sentence, rid, covers)
         facts = [f for f in (found.get(i) for i in fact_ids[:L2_FACTS]) if f is not None]
-        if facts:
+        if facts:  # an item without extracted facts has no L2: a list of its words would say nothing
             distilled = "; ".join(_one_line(str(f.payload.get("text", ""))) for f in facts)
             u.reps[2] = self._line(u.handle, 2, prefix + distilled, facts[0].id, covers)
-        else:
-            terms = _terms(u.view, text, who, 6)
-            if terms:
-                u.reps[2] = self._line(u.handle, 2, prefix + ", ".join(terms), asset.id, covers)
         crumbs = _terms(u.view, text, who, L3_TERMS)
         u.reps[3] = self._line(u.handle, 3, prefix + (", ".join(crumbs) or asset.asset_type.value), asset.id, covers)
         _monotone(u.reps)
