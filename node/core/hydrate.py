@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -73,7 +73,6 @@ SECOND_HITS: Final = 0.3  # a unit hit through several assets (an item and its f
 RRF_K: Final = 20  # hydration fuses the dense and lexical ranks with this k: the first ranks of each path weigh more
 CONTEXT_SHARE: Final = 0.5  # an item gains this share of the score of the turn before it (what it answers)
 SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this much more
-CONTENT_MIN: Final = 3  # an item with fewer content words (fillers aside) says nothing: never seeded, never shown
 # A goal with one of these words is about time: an item's relative dates ("yesterday") show what they meant.
 TIME_WORDS: Final = frozenset(
     {"when", "date", "day", "days", "week", "weeks", "weekend", "month", "months", "year", "years", "time", "long"}
@@ -283,6 +282,7 @@ class _Unit:
     level: int = -1  # the level shown; -1: not in the frame
     group: str = ""  # the source it is shown under
     empty: bool = False  # says nothing (a greeting, an acknowledgement): shown only when nothing else matches
+    checked: bool = False  # its text was read for the content check
 
 
 @dataclasses.dataclass(slots=True)
@@ -503,13 +503,15 @@ class Hydrator:
         else:
             self._recent(keep, units, fact_cap)
         self._check(req.goal, units, RERANK * fact_cap)
-        focus = sorted(units.values(), key=_priority)[: seg.seeds]
+        ordered = sorted(units.values(), key=_priority)
+        focus = ([u for u in ordered if not u.empty] or ordered)[: seg.seeds]
         for u in units.values():
             u.distance = 2
         for u in focus:
             u.distance = 0
         self._goal_matches(req.goal, keep, units, seg.seeds)
         self._walk(seg.walk, keep, units)
+        self._check_empty(units.values())  # what the goal matches and the walk brought in
         ranked = sorted(units.values(), key=_priority)
         chosen = ranked[:fact_cap]
         left_out = ranked[fact_cap:]
@@ -608,16 +610,17 @@ class Hydrator:
             if u.kind != "item" or not u.view.source_id:
                 continue
             where = (u.pid, u.view.source_id)
-            if where not in order:
+            if where not in order:  # only what the caller may use: a hidden turn must not change a score
                 members = self.store.views(u.pid).sources.get(u.view.source_id, {})
-                order[where] = [i for i, _ in sorted(members.items(), key=lambda x: (x[1], x[0]))]
+                usable = keep.get(u.pid, set())
+                order[where] = [i for i, _ in sorted(members.items(), key=lambda x: (x[1], x[0])) if i in usable]
             turns = order[where]
             at = turns.index(u.key) if u.key in turns else -1
             if at <= 0:
                 continue
             before = turns[at - 1]
             p = units.get(before)
-            if p is not None and before in keep.get(u.pid, ()) and p.view.goal == u.view.goal:
+            if p is not None and p.view.goal == u.view.goal and p.view.owner_id == u.view.owner_id:
                 u.score += CONTEXT_SHARE * base[before]
 
     def _check(self, goal: str, units: dict[str, _Unit], n: int) -> None:
@@ -634,6 +637,15 @@ class Hydrator:
             if who and _content_words(who) & named:
                 u.score *= SPEAKER_BOOST
             u.empty = _says_nothing(display_text(asset))
+            u.checked = True
+
+    def _check_empty(self, units: Iterable[_Unit]) -> None:
+        """Mark the content-free among items not read by :meth:`_check` (goal matches, walked turns)."""
+        todo = sorted((u for u in units if u.kind == "item" and not u.checked), key=lambda u: u.key)
+        for u, asset in zip(todo, self.store.get_many([u.key for u in todo], records=self._records), strict=True):
+            if asset is not None:
+                u.empty = _says_nothing(display_text(asset))
+            u.checked = True
 
     def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, set[str]]) -> _Unit | None:
         views = self.store.views(pid)
@@ -785,7 +797,7 @@ class Hydrator:
     def _represent(
         self, goal: str, units: Sequence[_Unit], keep: Mapping[bytes, set[str]], reader: str
     ) -> dict[str, _Group]:
-        """Fill each unit's levels (lines and tokens) and its starting level; the source groups they render under.
+        """Fill each unit's levels (lines and tokens); the source groups they render under.
         A line of memory that is not ``reader``'s own says whose it is (:func:`whose`).
 
         An item's facts and summary are used only when they are in ``keep`` themselves (authorized for the caller,

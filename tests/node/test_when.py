@@ -113,3 +113,15 @@ def test_a_transcript_without_times_resolves_nothing() -> None:
         parsers.parse(b"I went to the pottery class yesterday.\n", "notes.txt", "text"), IngestOptions("alice"), NOW
     )
     assert all("when" not in a.payload for a in node.store.get_many(node.store.live_ids()) if a is not None)
+
+
+def test_crafted_and_ambiguous_texts_stay_cheap_and_unresolved() -> None:
+    """Words that look like days or past tenses do not resolve ("sat down", "on sun loungers", "excited ... on
+    Friday"); a phrase is annotated only as a whole word; a text of many unresolvable phrases is looked at a bounded
+    number of times; a time too far ahead for the calendar resolves nothing."""
+    assert when.resolve("when I last sat down on sun loungers", MONDAY) == []
+    assert when.resolve("I'm excited to see you on Friday", MONDAY) == []
+    assert when.annotate("todays news, today", [("today", "8 May 2023")]) == "todays news, today [8 May 2023]"
+    crafted = "see you on Fri and " * 20_000
+    assert when.resolve(crafted, MONDAY) == []
+    assert when.resolve("tomorrow", 253_402_300_799_000_000) == []

@@ -10,11 +10,11 @@ What is resolved (case-insensitive, whole words):
 
 - ``today``, ``tonight``, ``this morning`` / ``afternoon`` / ``evening`` → the day (``8 May 2023``);
   ``yesterday``, ``last night`` → the day before; ``the day before yesterday``; ``tomorrow``;
-- ``last week`` / ``this past week`` / ``a week ago`` → ``the week before 8 May 2023``; ``next week`` → ``the week
-  after 8 May 2023``; the same for ``weekend``;
-- ``last`` / ``this past`` / ``next`` + a weekday (``Fri``, ``Tues`` …) → ``the Friday before 8 May 2023 (5 May
-  2023)``; a bare ``on Friday`` only where its sentence says which way (a past-tense verb, or a future cue such as
-  ``will``, ``going to``, ``next``), else it is left alone;
+- ``last week`` / ``this past week`` → ``the week before 8 May 2023``; ``next week`` → ``the week after 8 May
+  2023``; the same for ``weekend``;
+- ``last`` / ``this past`` / ``next`` + a weekday (``Fri``, ``Tues`` …; not ``sat`` or ``sun``, which are words)
+  → ``the Friday before 8 May 2023 (5 May 2023)``; a bare ``on Friday`` only where its sentence says which way (a
+  past-tense verb, or a future cue such as ``will``, ``going to``, ``next``), else it is left alone;
 - ``last`` / ``this`` / ``next month`` → ``April 2023``; ``last`` / ``this`` / ``next year`` → ``2022``;
 - ``N days / weeks / months / years ago`` (N in digits, ``a``, ``an``, ``a couple of`` or a word up to twelve) →
   the day, ``the week of …``, the month, the year; ``for N years`` → ``since 2020``.
@@ -47,9 +47,10 @@ MONTHS: Final = (
 WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _DAY_NAMES: Final = {
     **{d.lower(): n for n, d in enumerate(WEEKDAYS)},
+    # "sat" and "sun" are words too ("when I last sat down"): only the other days go by their short names.
     **{
         a: n
-        for n, names in enumerate(("mon", "tue tues", "wed", "thu thur thurs", "fri", "sat", "sun"))
+        for n, names in enumerate(("mon", "tue tues", "wed", "thu thur thurs", "fri", "", ""))
         for a in names.split()
     },
 }
@@ -72,8 +73,11 @@ _NUMBERS: Final = {
     "a couple": 2,
     "couple of": 2,
 }
+MAX_TIME_US: Final = 253_402_300_799_000_000 - 366 * 86_400 * 10**6  # a year before 9999-12-31: dates stay valid
 MAX_COUNT: Final = 100  # "300 years ago" is history, not memory
 MAX_RESOLVED: Final = 16  # phrases resolved per text
+MAX_MATCHES: Final = 64  # phrases looked at per text (resolved or not): a crafted text cannot make ingest slow
+SENTENCE_WINDOW: Final = 400  # characters on each side of a bare weekday searched for its sentence
 
 _DAY: Final = r"(?P<day>" + "|".join(sorted(_DAY_NAMES, key=len, reverse=True)) + r")\.?"
 _COUNT: Final = (
@@ -104,7 +108,8 @@ _RE: Final = re.compile(
     "|".join(_alternative(n, name, body) for n, (name, body) in enumerate(_PATTERNS)), re.IGNORECASE
 )
 _PAST: Final = re.compile(
-    r"\b(?:\w+ed|went|got|had|was|were|did|won|made|took|saw|met|ran|came|gave|found|began|bought|brought|caught|"
+    r"\b(?:went|got|had|was|were|did|won|made|took|saw|met|ran|came|gave|found|began|bought|brought|caught|"
+    r"started|finished|played|visited|watched|tried|moved|attended|celebrated|painted|cooked|baked|walked|talked|"
     r"felt|fell|left|lost|told|thought|wrote|read|heard|sat|spent|taught|threw|wore|flew|drove|ate|swam|sang|"
     r"joined|finished)\b",
     re.IGNORECASE,
@@ -140,9 +145,10 @@ def _group(m: re.Match[str], name: str) -> str | None:
 
 
 def _sentence(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` around ``[start, end)``."""
-    left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
-    right = next((m.start() + 1 for m in _SENTENCE_END.finditer(text, end)), len(text))
+    """The sentence of ``text`` around ``[start, end)``, looked for within :data:`SENTENCE_WINDOW` characters."""
+    lo, hi = max(0, start - SENTENCE_WINDOW), min(len(text), end + SENTENCE_WINDOW)
+    left = max((m.end() for m in _SENTENCE_END.finditer(text, lo, start)), default=lo)
+    right = next((m.start() + 1 for m in _SENTENCE_END.finditer(text, end, hi)), hi)
     return text[left:right]
 
 
@@ -198,12 +204,14 @@ def _meaning(kind: str, m: re.Match[str], day: date, text: str) -> str | None:
 def resolve(text: str, at: int) -> list[tuple[str, str]]:
     """The relative time phrases of ``text`` said at ``at`` (microseconds since the epoch, UTC), in order, each with
     what it means (``[("yesterday", "7 May 2023")]``); empty when ``at`` is 0 (no time known) or nothing is found."""
-    if at <= 0 or not text:
+    if at <= 0 or at > MAX_TIME_US or not text:
         return []
     day = datetime.fromtimestamp(at / 1e6, tz=UTC).date()
     out: list[tuple[str, str]] = []
-    for m in _RE.finditer(text):
+    for n, m in enumerate(_RE.finditer(text)):
         kind = m.lastgroup
+        if n == MAX_MATCHES:
+            break
         if kind is None:  # pragma: no cover - every alternative is a named group
             continue
         meaning = _meaning(kind, m, day, text)
@@ -220,10 +228,10 @@ def annotate(text: str, resolved: Sequence[tuple[str, str]]) -> str:
     out: list[str] = []
     at = 0
     for phrase, meaning in resolved:
-        k = text.find(phrase, at)
-        if k < 0:
+        m = re.compile(r"\b" + re.escape(phrase) + r"\b").search(text, at)
+        if m is None:
             continue
-        end = k + len(phrase)
+        end = m.end()
         out.append(text[at:end] + f" [{meaning}]")
         at = end
     return "".join(out) + text[at:]
