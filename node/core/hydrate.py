@@ -625,24 +625,25 @@ class Hydrator:
 
     def _check(self, goal: str, units: dict[str, _Unit], n: int) -> None:
         """Read the ``n`` best units' items: one said by someone the goal names scores :data:`SPEAKER_BOOST` more, and
-        one that says nothing (no word but fillers, stopwords and names) is marked ``empty``."""
+        one that says nothing is marked ``empty`` (:meth:`_check_empty`)."""
         named = _content_words(goal)
         best = [u for u in sorted(units.values(), key=_priority)[:n] if u.kind == "item"]
         found = self._get_many([u.key for u in best])
         for u in best:
             asset = found.get(u.key)
-            if asset is None:  # pragma: no cover - the views follow the records
-                continue
-            who = _speaker(asset)
+            who = _speaker(asset) if asset is not None else ""
             if who and _content_words(who) & named:
                 u.score *= SPEAKER_BOOST
-            u.empty = _says_nothing(display_text(asset))
-            u.checked = True
+        self._check_empty(best, found)
 
-    def _check_empty(self, units: Iterable[_Unit]) -> None:
-        """Mark the content-free among items not read by :meth:`_check` (goal matches, walked turns)."""
+    def _check_empty(self, units: Iterable[_Unit], found: Mapping[str, Asset | None] | None = None) -> None:
+        """Mark the content-free (no word but fillers, stopwords and names) among the items not checked yet, reading
+        them unless ``found`` holds them."""
         todo = sorted((u for u in units if u.kind == "item" and not u.checked), key=lambda u: u.key)
-        for u, asset in zip(todo, self.store.get_many([u.key for u in todo], records=self._records), strict=True):
+        if found is None:
+            found = self._get_many([u.key for u in todo])
+        for u in todo:
+            asset = found.get(u.key)
             if asset is not None:
                 u.empty = _says_nothing(display_text(asset))
             u.checked = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -11,15 +12,19 @@ from typing import Any
 import pytest
 
 from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.node import Node
 from gaml.node.core.store.blobs import BlobStore, MemoryBlobs
 from gaml.node.core.store.kv import KV, MemoryKV
 from gaml.node.core.store.store import Store
 from gaml.node.core.store.vectors import AdaptiveFactory, ExactFactory, IndexFactory
+from gaml.node.core.text import parsers
+from gaml.node.core.text.privacy import Rules
 from gaml.node.shells.files import FileBlobs
 from gaml.node.shells.hnsw_index import HnswFactory
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy import crypto
+from gaml.policy.access import Principal
 from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
 
 NOW = 1_700_000_000_000_000
@@ -109,3 +114,17 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
 
 def fact(text: str, owner: str = "alice", **kw: Any) -> dict[str, Any]:
     return {"asset_type": "fact", "payload": {"text": text}, "owner_id": owner, **kw}
+
+
+def conversation_node(turns: Sequence[tuple[str, str]], date: str = "1:56 pm on 8 May, 2023") -> Node:
+    """A node in memory holding one LoCoMo-shaped session of ``(speaker, text)`` turns between Caroline and Melanie
+    on ``date``, ingested as alice's memory."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    session = [{"speaker": who, "dia_id": f"D1:{n}", "text": text} for n, (who, text) in enumerate(turns, start=1)]
+    conversation = {"speaker_a": "Caroline", "speaker_b": "Melanie", "session_1_date_time": date, "session_1": session}
+    sample = {"sample_id": "conv-test", "conversation": conversation, "qa": []}
+    Ingestor(node, Rules.load_default()).ingest(
+        parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW
+    )
+    return node

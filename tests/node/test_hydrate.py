@@ -25,7 +25,7 @@ from gaml.node.core.tokens import HeuristicCounter
 from gaml.policy.access import Grant, Permission, Principal
 from gaml.policy.errors import GamlError, InvalidInput, UnknownPrincipal
 from gaml.policy.model import Level
-from tests.node.conftest import NOW, CountingKV, World, memory_world, rocks_world
+from tests.node.conftest import NOW, CountingKV, World, conversation_node, memory_world, rocks_world
 
 MIN_US = 60 * 10**6
 LATER = NOW + 24 * 3600 * 10**6  # after every session
@@ -579,23 +579,8 @@ def test_content_free_turns_are_shown_only_when_nothing_else_matches() -> None:
 
 def test_a_turn_said_by_the_person_the_goal_names_ranks_first() -> None:
     """Two turns with the same words, one said by Caroline and one by Melanie: a goal naming Caroline seeds hers."""
-    node = memory_world().open_node()
-    node.governance.add_principal(Principal("alice"))
-    sample = {
-        "sample_id": "conv-names",
-        "conversation": {
-            "speaker_a": "Caroline",
-            "speaker_b": "Melanie",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Melanie", "dia_id": "D1:1", "text": "I love painting sunsets by the lake."},
-                {"speaker": "Caroline", "dia_id": "D1:2", "text": "I love painting sunsets by the lake."},
-            ],
-        },
-        "qa": [],
-    }
-    ing = Ingestor(node, Rules.load_default())
-    ing.ingest(parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW)
+    same = "I love painting sunsets by the lake."
+    node = conversation_node([("Melanie", same), ("Caroline", same)])
     h = hydrate(node, "What does Caroline love painting?", 400)
     first = max(h.receipt["facts"], key=lambda f: f["score"])
     assert node.store.get(first["unit"]).payload["speaker"] == "Caroline"

@@ -3,8 +3,6 @@ and shown by hydration when the goal is about time."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from gaml.node.core.hydrate import HydrationRequest, Hydrator
@@ -13,7 +11,7 @@ from gaml.node.core.text import parsers, when
 from gaml.node.core.text.parsers import locomo_time_us
 from gaml.node.core.text.privacy import Rules
 from gaml.policy.access import Principal
-from tests.node.conftest import NOW, memory_world
+from tests.node.conftest import NOW, conversation_node, memory_world
 
 MONDAY = locomo_time_us("1:56 pm on 8 May, 2023")  # a Monday
 
@@ -70,29 +68,13 @@ def test_no_time_no_resolution_and_annotation_keeps_the_text() -> None:
     assert when.annotate(text, [("nowhere", "x")]) == text
 
 
-def _conversation_node():  # type: ignore[no-untyped-def]
-    node = memory_world().open_node()
-    node.governance.add_principal(Principal("alice"))
-    sample = {
-        "sample_id": "conv-when",
-        "conversation": {
-            "speaker_a": "Caroline",
-            "speaker_b": "Melanie",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to the LGBTQ support group yesterday."},
-                {"speaker": "Melanie", "dia_id": "D1:2", "text": "I took my kids to the pottery museum."},
-            ],
-        },
-        "qa": [],
-    }
-    ing = Ingestor(node, Rules.load_default())
-    ing.ingest(parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW)
-    return node
-
-
 def test_ingestion_stores_what_relative_dates_meant_and_hydration_shows_it_for_time_goals() -> None:
-    node = _conversation_node()
+    node = conversation_node(
+        [
+            ("Caroline", "I went to the LGBTQ support group yesterday."),
+            ("Melanie", "I took my kids to the pottery museum."),
+        ]
+    )
     items = {a.payload["dia_id"]: a for a in node.store.get_many(node.store.live_ids()) if a is not None}
     assert [list(p) for p in items["D1:1"].payload["when"]] == [["yesterday", "7 May 2023"]]
     assert "when" not in items["D1:2"].payload
