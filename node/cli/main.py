@@ -100,6 +100,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative")
+    return n
+
+
 def _seconds(text: str) -> float:
     try:
         x = float(text)
@@ -259,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="heuristic",
         choices=("heuristic", "cl100k_base", "o200k_base"),
         help="token counter: the built-in estimate of cl100k (default) or a real BPE table",
+    )
+    s.add_argument(
+        "--profile",
+        type=_count,
+        metavar="TOKENS",
+        help="tokens for the profile at the head (what stands for any goal): default a tenth, at most 200; 0: none",
     )
     s.add_argument("--json", action="store_true", help="print {frame, receipt}")
     s.set_defaults(func=cmd_hydrate)

@@ -513,6 +513,7 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
             mode=args.mode,
             as_of=args.as_of or 0,
             counter=args.counter,
+            **({"profile": args.profile} if args.profile is not None else {}),
         )
     _print_hydration(out.to_json(), args)
 

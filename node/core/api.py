@@ -108,6 +108,7 @@ class HydrateOptions(TypedDict, total=False):
     mode: str  # auto (default), hybrid, semantic, lexical or recency
     as_of: int
     counter: str  # heuristic (default), cl100k_base or o200k_base
+    profile: int  # tokens for the profile at the head of the frame; absent: a tenth of the room, at most 200; 0: none
 
 
 class GrantOptions(TypedDict, total=False):

@@ -1,7 +1,21 @@
 """Hydration: the slice of memory a goal needs, under a token budget, at the right detail, with a receipt. Pure core.
 
 A request names a goal, a total budget and a **plane**: segments (a segment of memory, or ``*`` for every segment the
-plane does not name), each with its own budget, seed count, fact cap and walk settings. For each segment:
+plane does not name), each with its own budget, seed count, fact cap and walk settings.
+
+0. **Profile.** The frame opens with what stands whatever the goal (``## profile``, handles ``p1`` …), within its own
+   budget: :data:`PROFILE_SHARE` of what the envelope leaves, at most :data:`PROFILE_TOKENS`, and none when that is
+   under :data:`PROFILE_FROM`, unless the request gives one (at most half). In order: what the caller tagged
+   ``remember`` or ``pinned``, then the constraints and policies it may use, then its own facts, goals, plans and
+   procedures (and ingested requests and constraints) while the tiers hold them hot (their heat or their own recency
+   at the frame's time: tiers decide what *stands*, never how relevant anything is). Each is shown verbatim, else by
+   its sentence for the goal, else passed over; what the profile does not spend goes to the segments, and what it
+   shows is not shown again. Being shown there is not a visit (no heat), so the profile does not keep itself hot.
+   Never what ingestion gated or what is of lower trust (:func:`node.core.store.views.standing`); with ``as_of``,
+   only what is pinned or binds (heat is today's). The receipt declares it (``profile``; its facts have no segment,
+   are ``seeded_by`` ``profile`` and say why they are ``standing``).
+
+Then, for each segment:
 
 1. **Jump.** The governed retrieval (:mod:`node.retrieve`, stages 1–6: identity, partitions, policy, trust, prefilter,
    temporal) decides what the caller may use *before anything is ranked*; relevance (dense + BM25) ranks only that.
@@ -50,10 +64,12 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
+from gaml.node.core.memory.tiers import TierPolicy, tier_at
 from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
@@ -61,10 +77,10 @@ from gaml.node.core.text import envelope, extract, when
 from gaml.node.core.tokens import HeuristicCounter, TokenCounter
 from gaml.policy.access import Location, Permission
 from gaml.policy.errors import InvalidInput
-from gaml.policy.model import Asset, AssetType, Level, canonical_json
+from gaml.policy.model import Asset, AssetType, Level, Tier, canonical_json
 
 HYDRATION_MODES: Final = ("auto", "hybrid", "semantic", "lexical", "recency")
-SEEDED_BY: Final = ("relevance", "goal_match", "entity_expansion", "arc_neighbour", "recency")
+SEEDED_BY: Final = ("relevance", "goal_match", "entity_expansion", "arc_neighbour", "recency", "profile")
 LEVEL_NAMES: Final = ("L0", "L1", "L2", "L3")
 COMMON_ENTITY_SHARE: Final = 0.05
 GOAL_MATCH: Final = 0.5  # word overlap (Jaccard) at which an item's goal matches the request's
@@ -138,6 +154,13 @@ L1_CHARS: Final = 240
 L2_FACTS: Final = 4
 L3_TERMS: Final = 3
 SOURCE_LABEL: Final = "gaml"
+PROFILE_SHARE: Final = 0.1  # the profile's default budget: this share of what the envelope leaves …
+PROFILE_TOKENS: Final = 200  # … and at most this many tokens …
+PROFILE_FROM: Final = 500  # … in a frame with at least this many tokens after the envelope (a smaller one is all goal)
+PROFILE_UNITS: Final = 32  # the standing assets a profile tries, in order
+PROFILE_ORDER: Final = ("pinned", "binding", "heat")  # why an asset stands (views.standing), in the order shown
+PROFILE_HEADER: Final = "## profile"
+LOOSE_HEADER: Final = "## memory"  # after a profile, the assets of no source start under this
 NODE_ID_CHARS: Final = 12  # the node named in the envelope (enough to tell a user's nodes apart)
 _WORD_RE: Final = re.compile(r"[a-z0-9]+")
 
@@ -221,6 +244,7 @@ class HydrationRequest:
     location: Location = Location.THIS_DEVICE
     mode: str = "auto"  # auto (hybrid, degrading as needed), hybrid, semantic, lexical or recency
     as_of: int = 0  # 0: now
+    profile: int | None = None  # tokens for the profile at the head; None: PROFILE_SHARE, at most PROFILE_TOKENS
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():
@@ -242,6 +266,10 @@ class HydrationRequest:
             raise InvalidInput("plane segment names repeat")
         if sum(1 for s in self.plane if s.budget == 0) > 1:
             raise InvalidInput("at most one plane segment may leave its budget to the remainder (budget 0)")
+        if self.profile is not None and (
+            not isinstance(self.profile, int) or isinstance(self.profile, bool) or not 0 <= self.profile <= MAX_BUDGET
+        ):
+            raise InvalidInput(f"profile must be a number of tokens in [0, {MAX_BUDGET}], got {self.profile!r}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -304,8 +332,10 @@ class Hydrator:
         counter: TokenCounter | None = None,
         *,
         on_read: Callable[[Sequence[tuple[str, Level]], int, Records], None] | None = None,
+        tiers: TierPolicy | None = None,
     ) -> None:
         self.node = node
+        self.tiers = tiers or TierPolicy()  # what is hot, for the profile (the ladder's policy on a node)
         self.store = node.store
         self.retriever = node.retriever
         self.counter = counter or HeuristicCounter()
@@ -337,21 +367,25 @@ class Hydrator:
         source = f"{SOURCE_LABEL}:{self.store.node_id[:NODE_ID_CHARS]}"
         head = envelope.open_tag(rid, source)
         overhead = self.count(head) + self.counter.count(envelope.CLOSE_TAG)
-        plane = self._plane(req, overhead)
+        self._plane(req, overhead)  # the plane fits before anything is read
         contradicted = self._contradicted(auth)
+        profile = self._profile(req, auth, contradicted, self._profile_budget(req, overhead))
+        plane = self._plane(req, overhead + profile["spent"])  # what the profile did not spend goes to the goal
         named = {s.name for s in plane if s.name != "*"}
         paths: list[tuple[str, str]] = []
-        lines: list[str] = []
-        facts: list[dict[str, Any]] = []
+        lines: list[str] = list(profile["lines"])
+        facts: list[dict[str, Any]] = list(profile["facts"])
         segments: list[dict[str, Any]] = []
         beyond_total = 0
         beyond_where: dict[str, int] = {}
-        shown: list[_Unit] = []
+        shown: list[_Unit] = list(profile["units"])
         query = self.retriever.query(sreq.text)  # the goal, embedded once for every segment (when one ranks)
         for seg in plane:
             keep = {pid: self._in_segment(pid, ids, seg.name, named) - contradicted for pid, ids in auth.keep.items()}
             titled = len(plane) > 1 or seg.name != "*"
-            out = self._segment(req, sreq, query, seg, auth, keep, len(facts), titled)
+            out = self._segment(
+                req, sreq, query, seg, auth, keep, len(facts) - len(profile["facts"]), titled, profile["ids"]
+            )
             paths.append((out["path"], out["fallback"]))
             lines += out["lines"]
             facts += out["facts"]
@@ -370,7 +404,7 @@ class Hydrator:
                 }
             )
         frame = head + "\n" + "".join(line + "\n" for line in lines) + envelope.CLOSE_TAG
-        spent = overhead + sum(s["spent"] for s in segments)
+        spent = overhead + profile["spent"] + sum(s["spent"] for s in segments)
         path, fallback = _path(paths)
         receipt: dict[str, Any] = {
             "receipt": rid,
@@ -383,6 +417,8 @@ class Hydrator:
             "fallback": fallback,
             "partitions": sorted(self.store.partition_name(pid) for pid, _ in auth.partitions),
             "overhead": overhead,
+            "profile": {k: profile[k] for k in ("budget", "spent", "overhead", "considered")}
+            | {"facts": len(profile["facts"])},
             "segments": segments,
             "facts": facts,
             "beyond": {
@@ -411,6 +447,7 @@ class Hydrator:
                 "embedder": self.node.embedder.id,
                 "node": self.store.node_id,
                 "seq": self.store.seq,
+                "local": self.store.local_writes,  # heat decides what a profile holds
                 "goal": req.goal,
                 "principal": req.principal,
                 "now": req.now,
@@ -420,6 +457,7 @@ class Hydrator:
                 "location": req.location.value,
                 "mode": req.mode,
                 "as_of": req.as_of,
+                "profile": req.profile,
                 "counter": self.counter.name,
             }
         )
@@ -468,6 +506,109 @@ class Hydrator:
                         break
         return out
 
+    # -- the profile -----------------------------------------------------------------------------------------------
+
+    def _profile_budget(self, req: HydrationRequest, overhead: int) -> int:
+        """The profile's budget: the request's, else :data:`PROFILE_SHARE` of the room, at most
+        :data:`PROFILE_TOKENS`, and none in a room under :data:`PROFILE_FROM` (there, a profile line would displace
+        one of a handful of lines for the goal); never more than half the room, nor more than half of what the plane's
+        fixed segment budgets leave to a remainder segment (all of it when none takes the remainder)."""
+        room = req.budget - overhead
+        if req.profile is None:
+            want = min(PROFILE_TOKENS, int(room * PROFILE_SHARE)) if room >= PROFILE_FROM else 0
+        elif req.profile > room // 2:
+            raise InvalidInput(
+                f"a profile of {req.profile} tokens would take more than half of the {room} tokens the frame has for "
+                "memory; the goal's evidence comes first"
+            )
+        else:
+            want = req.profile
+        free = room - sum(s.budget for s in req.plane)  # what no fixed segment claims
+        if not req.plane or any(s.budget == 0 for s in req.plane):
+            free //= 2  # a segment takes the remainder: the profile never takes most of it
+        return max(0, min(want, free))
+
+    def _profile(self, req: HydrationRequest, auth: Authorized, contradicted: set[str], budget: int) -> dict[str, Any]:
+        """The head of the frame: what stands whatever the goal (:func:`node.core.store.views.standing`): the caller's
+        own assets tagged ``remember`` or ``pinned``, then the constraints and policies the caller may use, then the
+        caller's own facts, goals, plans and procedures (and ingested requests and constraints) while the tiers hold
+        them hot (heat or their own recency, at the time of the frame), newest first. Each is shown verbatim when it
+        fits, else as its sentence for the goal, else passed over; what the profile does not spend goes to the goal.
+        Only what the caller may use is considered (privacy before anything), and a profile's lines are not visits:
+        being shown there does not keep an asset hot."""
+        out: dict[str, Any] = {
+            "budget": budget,
+            "spent": 0,
+            "overhead": 0,
+            "considered": 0,
+            "lines": [],
+            "facts": [],
+            "units": [],
+            "ids": set(),
+        }
+        header_tokens = self.count(PROFILE_HEADER)
+        if budget <= header_tokens:
+            return out
+        me = auth.principal.user
+        found: list[tuple[int, int, str, View, bytes, str]] = []
+        for pid, ids in auth.keep.items():
+            views = self.store.views(pid)
+            for id_, why in views.standing.items():
+                v = views.views[id_]
+                if why != "binding" and v.owner_id != me:  # another's pinned or hot memory is theirs, not standing
+                    continue
+                if id_ not in ids or id_ in contradicted:
+                    continue
+                if why == "heat" and (
+                    req.as_of  # the heat is today's: a frame as of another time shows only what is pinned or binds
+                    or tier_at(v.heat, v.created_at, v.level, False, req.now, self.tiers) is not Tier.HOT
+                ):
+                    continue
+                found.append((PROFILE_ORDER.index(why), -v.created_at, v.id, v, pid, why))
+        found.sort(key=lambda f: f[:3])
+        out["considered"] = len(found)
+        # Handles in that order (a line passed over leaves its number unused, as in the segments).
+        units = [
+            _Unit(id_, "item" if v.is_item else "asset", pid, v, 0.0, "profile", 0, handle=f"p{n + 1}")
+            for n, (_, _, id_, v, pid, _) in enumerate(found[:PROFILE_UNITS])
+        ]
+        why_of = {f[2]: f[5] for f in found[:PROFILE_UNITS]}
+        self._represent(req.goal, units, auth.keep, me)
+        used = header_tokens
+        for u in units:
+            for lv in (0, 1):
+                r = u.reps[lv]
+                if r is not None and used + r.tokens <= budget:
+                    u.level = lv
+                    used += r.tokens
+                    break
+            if u.level < 0:
+                continue
+            out["units"].append(u)
+            out["ids"].add(u.key)
+            out["lines"].append(_rep(u).line)
+            out["facts"].append(
+                {
+                    "handle": u.handle,
+                    "id": _rep(u).asset_id,
+                    "unit": u.key,
+                    "kind": u.kind,
+                    "segment": "",
+                    "level": LEVEL_NAMES[u.level],
+                    "seeded_by": "profile",
+                    "standing": why_of[u.key],
+                    "distance": 0,
+                    "score": 0.0,
+                    "tokens": _rep(u).tokens,
+                    "covers": list(_rep(u).covers),
+                }
+            )
+        if out["units"]:
+            out["lines"].insert(0, PROFILE_HEADER)
+            out["spent"] = used
+            out["overhead"] = header_tokens
+        return out
+
     # -- one segment -----------------------------------------------------------------------------------------------
 
     def _segment(
@@ -480,7 +621,10 @@ class Hydrator:
         keep: dict[bytes, set[str]],
         handles_from: int,
         titled: bool,
+        shown: AbstractSet[str] = frozenset(),
     ) -> dict[str, Any]:
+        """One segment's part of the frame; ``shown``: what the frame shows already (the profile), not shown again
+        (it may still seed the walk and stand in an arc's coverage)."""
         fact_cap = max(seg.fact_cap or seg.budget // FACT_TOKENS, seg.seeds)
         depth = min(1000, max(3 * fact_cap, 60))
         rel: Relevance | None = None
@@ -512,12 +656,17 @@ class Hydrator:
         self._goal_matches(req.goal, keep, units, seg.seeds)
         self._walk(seg.walk, keep, units)
         self._check_empty(units.values())  # what the goal matches and the walk brought in
+        for key in shown & units.keys():
+            del units[key]
         ranked = sorted(units.values(), key=_priority)
         chosen = ranked[:fact_cap]
         left_out = ranked[fact_cap:]
         for n, u in enumerate(chosen):
             u.handle = f"m{handles_from + n + 1}"
         groups = self._represent(req.goal, chosen, keep, auth.principal.user)
+        loose = groups.get("")
+        if shown and loose is not None and not loose.header:  # after the profile, what has no source says it starts
+            groups[""] = _Group(LOOSE_HEADER, self.count(LOOSE_HEADER), loose.order)
         header = (
             envelope.neutralize(f"# segment {seg.name}") if titled else ""
         )  # a plane of one * segment needs no title
@@ -876,9 +1025,10 @@ class Hydrator:
         covers = (u.key,)
         u.reps[0] = self._line(u.handle, 0, prefix + text, asset.id, covers)
         summary = found.get(summary_id) if summary_id else None
-        sentence = _best_sentence(text, goal_words, str(summary.payload.get("text", "")) if summary else "", who)
+        said = _unprefixed(str(summary.payload.get("text", "")), who) if summary is not None else ""
+        sentence = _best_sentence(text, goal_words, said, who)
         if sentence and sentence != text:
-            rid = summary.id if summary is not None and sentence == summary.payload.get("text") else asset.id
+            rid = summary.id if summary is not None and sentence == said else asset.id
             u.reps[1] = self._line(u.handle, 1, prefix + sentence, rid, covers)
         facts = [f for f in (found.get(i) for i in fact_ids[:L2_FACTS]) if f is not None]
         if facts:  # an item without extracted facts has no L2: a list of its words would say nothing
@@ -971,7 +1121,8 @@ class Hydrator:
                     },
                 )
             )
-            reads.append((r.asset_id, Level(LEVEL_NAMES[u.level].lower())))
+            if u.seeded_by != "profile":  # shown because it stands, not read for the goal: no heat
+                reads.append((r.asset_id, Level(LEVEL_NAMES[u.level].lower())))
         detail = {"receipt": receipt["receipt"], "path": receipt["path"]}
         private = {"goal": receipt["goal"], "budget": receipt["budget"]}  # the reader's own log only
         self.node.governance.log_read(
@@ -1118,6 +1269,11 @@ def _best_sentence(text: str, goal_words: frozenset[str], summary: str, speaker:
     if len(chosen) > L1_CHARS:
         chosen = extract.head_tail(chosen, L1_CHARS)
     return chosen
+
+
+def _unprefixed(summary: str, speaker: str) -> str:
+    """A stored summary without the speaker's name it starts with (the line's prefix says who)."""
+    return summary[len(speaker) + 2 :] if speaker and summary.startswith(f"{speaker}: ") else summary
 
 
 def _terms(v: View, text: str, speaker: str, k: int) -> list[str]:

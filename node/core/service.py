@@ -450,13 +450,23 @@ class MemoryService:
         mode: str = "auto",
         as_of: int = 0,
         counter: str = "heuristic",
+        profile: int | None = None,
     ) -> Hydration:
         req = HydrationRequest(
-            goal, caller.id, now, budget, tuple(plane), purpose=purpose, location=location, mode=mode, as_of=as_of
+            goal,
+            caller.id,
+            now,
+            budget,
+            tuple(plane),
+            purpose=purpose,
+            location=location,
+            mode=mode,
+            as_of=as_of,
+            profile=profile,
         )
         hydrator = self._hydrators.get(counter)
         if hydrator is None:
-            hydrator = Hydrator(self.node, self._counter(counter), on_read=self.ladder.visit)
+            hydrator = Hydrator(self.node, self._counter(counter), on_read=self.ladder.visit, tiers=self.ladder.policy)
             self._hydrators[counter] = hydrator
         return hydrator.hydrate(req)
 

@@ -247,7 +247,7 @@ class Client:
         self, goal: str, budget: int, *, purpose: str = "", location: str = "", **fields: Any
     ) -> dict[str, Any]:
         """``{frame, receipt}`` as `gaml hydrate --json` prints it. ``fields``: plane (PlaneSegment messages), mode,
-        as_of, counter, timeout_s."""
+        as_of, counter, profile (tokens; absent: the node's default), timeout_s."""
         timeout = fields.pop("timeout_s", None)
         req = _request(memory_pb2.HydrateRequest, goal=goal, budget=budget, intent=_intent(purpose, location), **fields)
         r = self._call(self.stub.Hydrate, req, timeout)
@@ -378,6 +378,7 @@ class RemoteMemory:
             mode=_wire(memory_pb2.HydrationMode, "HYDRATION_MODE", o.get("mode", "auto")),
             as_of=o.get("as_of", 0),
             counter=o.get("counter", "heuristic"),
+            **({"profile": o["profile"]} if "profile" in o else {}),
         )
         c = self.client
         r = c._call(c.stub.Hydrate, req)

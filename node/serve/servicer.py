@@ -353,6 +353,7 @@ class MemoryServicer:
                 mode=mode,
                 as_of=req.as_of,
                 counter=counter,
+                profile=req.profile if req.HasField("profile") else None,
             ),
             size=req.ByteSize(),
         )

@@ -122,6 +122,27 @@ def story_hydrate_keeps_the_goal_as_given(doors: Doors) -> list[Any]:
     return [masked({k: r[k] for k in stable})]
 
 
+def story_the_profile_heads_every_frame(doors: Doors) -> list[Any]:
+    """What alice pinned and her constraints open every frame of hers, whatever the goal, under ``## profile``, each
+    declared in the receipt with why it stands; a profile of 0 is none, and one over half the frame is bad input."""
+    (pinned,) = doors.alice.put([fact("Alice is allergic to peanuts", tags=["pinned"])])
+    (rule,) = doors.alice.put([{**fact("Never book flights before 9 am"), "asset_type": "constraint"}])
+    out = doors.alice.hydrate("what should I cook tonight", 600)
+    lines = out.frame.split("\n")
+    assert lines[1] == "## profile" and "peanuts" in lines[2] and "9 am" in lines[3]
+    r = out.receipt
+    standing = [(f["id"], f["standing"]) for f in r["facts"] if f["seeded_by"] == "profile"]
+    assert standing[:2] == [(pinned, "pinned"), (rule, "binding")]
+    assert r["profile"]["facts"] == len(standing) and 0 < r["profile"]["spent"] <= r["profile"]["budget"]
+    off = doors.alice.hydrate("what should I cook tonight", 600, profile=0)
+    assert "## profile" not in off.frame and off.receipt["profile"]["spent"] == 0
+    with pytest.raises(InvalidInput):
+        doors.alice.hydrate("what should I cook tonight", 600, profile=500)
+    with pytest.raises(InvalidInput):
+        doors.alice.hydrate("what should I cook tonight", 600, profile=-1)
+    return [standing, masked(r["profile"])]
+
+
 def story_grant_opens_a_slice_and_revoke_closes_it(doors: Doors) -> list[Any]:
     """Alice grants bob her garden segment up to L2: bob finds it, via the grant; both list the grant; once revoked,
     bob finds nothing, and the revoked grant says when."""
@@ -234,6 +255,7 @@ STORIES: tuple[Story, ...] = (
     story_check_only_writes_nothing,
     story_search_is_governed,
     story_hydrate_keeps_the_goal_as_given,
+    story_the_profile_heads_every_frame,
     story_grant_opens_a_slice_and_revoke_closes_it,
     story_the_access_log_tells_the_owner_who_read,
     story_forget_erases_and_says_what_it_did,

@@ -657,6 +657,20 @@ def test_hydrate_prints_a_frame_and_its_receipt(
     assert code == 2 and "300" in err
     code, _, err = gaml(capsys, home, "hydrate", "--goal", "x", "--budget", "300", "--as", "mallory")
     assert code != 0 and "mallory" in err
+    # The profile at the head: what alice pinned stands in every frame of hers; --profile 0 leaves it out.
+    pinned = tmp_path / "pinned.json"
+    pinned.write_text(
+        json.dumps({"asset_type": "fact", "payload": {"text": "CI runs on ARM runners"}, "tags": ["pinned"]})
+    )
+    code, _, err = gaml(capsys, home, "put", str(pinned), "--owner", "alice")
+    assert code == 0, err
+    out = ok(capsys, home, "hydrate", "--goal", "login test", "--budget", "600", "--json")
+    assert out["frame"].split("\n")[1:3] == ["## profile", "p1 CI runs on ARM runners"]
+    assert next(f["standing"] for f in out["receipt"]["facts"] if f["seeded_by"] == "profile") == "pinned"
+    out = ok(capsys, home, "hydrate", "--goal", "login test", "--budget", "600", "--profile", "0", "--json")
+    assert "## profile" not in out["frame"] and out["receipt"]["profile"]["budget"] == 0
+    code, _, err = gaml(capsys, home, "hydrate", "--goal", "x", "--budget", "600", "--profile", "-3")
+    assert code == 2 and "negative" in err
 
 
 # -- the one interface keeps the store's rules (issue 15's review) ---------------------------------------------------

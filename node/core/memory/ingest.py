@@ -476,7 +476,9 @@ class Ingestor:
             text = extract.head_tail(c.text, limit) if record.role in ("assistant", "tool") else c.text
             bounded = self._bounded(text)
             tags = {f"kind:{kind}", f"role:{record.role}", f"format:{source.format}", *c.tags}
-            if extract.is_remember(bounded):
+            # A request to remember is one made to the memory: a user's to an agent, or a note to oneself. In a
+            # conversation between people, "don't forget to call her" is said to the other one.
+            if (kind == "note" or (agentic and record.role == "user")) and extract.is_remember(bounded):
                 tags.add("remember")
             planned.append(
                 _Planned(

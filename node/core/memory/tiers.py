@@ -117,9 +117,13 @@ def visit(heat: Heat, level: Level, now: int, policy: TierPolicy) -> Heat:
 
 def effective_heat(asset: Asset, now: int, policy: TierPolicy) -> float:
     """Visits' heat decayed to ``now``, plus the item's own recency (1.0 when new)."""
-    h = asset.heat
-    visits = h.score * policy.decay(now - h.last_access) if h.last_access else 0.0
-    return visits + policy.decay(now - asset.created_at)
+    return heat_at(asset.heat, asset.created_at, now, policy)
+
+
+def heat_at(heat: Heat, created_at: int, now: int, policy: TierPolicy) -> float:
+    """:func:`effective_heat` from the parts it reads (a view carries them: no record is opened)."""
+    visits = heat.score * policy.decay(now - heat.last_access) if heat.last_access else 0.0
+    return visits + policy.decay(now - created_at)
 
 
 def is_critical(asset: Asset) -> bool:
@@ -135,13 +139,18 @@ def is_critical(asset: Asset) -> bool:
 
 def tier_of(asset: Asset, now: int, policy: TierPolicy) -> Tier:
     """The tier an asset belongs in at ``now``."""
-    last_seen = max(asset.heat.last_access, asset.created_at)
-    forget_after = policy.forget_after_days.get(asset.level.value, 0.0)
+    return tier_at(asset.heat, asset.created_at, asset.level, is_critical(asset), now, policy)
+
+
+def tier_at(heat: Heat, created_at: int, level: Level, critical: bool, now: int, policy: TierPolicy) -> Tier:
+    """:func:`tier_of` from the parts it reads (``critical``: :func:`is_critical`)."""
+    last_seen = max(heat.last_access, created_at)
+    forget_after = policy.forget_after_days.get(level.value, 0.0)
     if forget_after and now - last_seen >= forget_after * US_PER_DAY:
         return Tier.COLD
-    heat = effective_heat(asset, now, policy)
-    tier = Tier.HOT if heat >= policy.hot_at else Tier.WARM if heat >= policy.warm_at else Tier.COLD
-    if tier is Tier.COLD and is_critical(asset):
+    h = heat_at(heat, created_at, now, policy)
+    tier = Tier.HOT if h >= policy.hot_at else Tier.WARM if h >= policy.warm_at else Tier.COLD
+    if tier is Tier.COLD and critical:
         return Tier.WARM
     return tier
 
@@ -152,4 +161,4 @@ def retired(asset: Asset, now: int, policy: TierPolicy) -> bool:
     return bool(keep) and now - asset.created_at >= keep
 
 
-__all__ = ["DEPTH", "TierPolicy", "effective_heat", "is_critical", "retired", "tier_of", "visit"]
+__all__ = ["DEPTH", "TierPolicy", "effective_heat", "heat_at", "is_critical", "retired", "tier_at", "tier_of", "visit"]

@@ -80,6 +80,8 @@ INDEX_FIELDS: Final[dict[str, bytes]] = {
     "tag": b"t",
 }
 TIME_FIELD: Final = b"T"
+LOCAL_LOG: Final = b"local/"  # local/ sid -> n: the last local commit that changed the record's heat or tier …
+LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
 MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
 EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
@@ -143,6 +145,7 @@ class _Live:
     index: VectorIndex = dataclasses.field(repr=False)
     pending: dict[str, np.ndarray] = dataclasses.field(repr=False)
     covered_seq: int = 0
+    covered_local: int = 0  # the local-state commits (Store.local_writes) its views hold
     dirty: bool = False
     views: PartitionViews = dataclasses.field(default_factory=PartitionViews, repr=False)
 
@@ -214,7 +217,7 @@ class Store:
         self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term))
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
-        self.local_writes = 0  # commits of local state (update_local) since the store opened: they are not journaled
+        self.local_writes = 0  # commits of local state (update_local), logged in LOCAL_LOG until a checkpoint
         self.rebuilt_indexes = 0
         self.replayed_events = 0
 
@@ -236,6 +239,8 @@ class Store:
         store._load_partitions()
         last = next(kv.load_range("journal", reverse=True, limit=1), None)
         store.seq = struct.unpack(">Q", last[0])[0] if last else 0
+        local = kv.load("meta", LOCAL_SEQ)
+        store.local_writes = struct.unpack(">Q", local)[0] if local else 0
         store._recover_indexes()
         return store
 
@@ -316,6 +321,7 @@ class Store:
             live.index = self.index_factory.load(body[8 + vl :])
             live.views = views
             live.covered_seq = seq
+            live.covered_local = int(head["local"])
             return True
         except (GamlError, ValueError, KeyError, TypeError, struct.error):
             return False
@@ -346,10 +352,28 @@ class Store:
                 current = None if blob is None else self._open_record(sid, blob)
                 if current is not None and not current.tombstone and self.pid_of(partition_of(current)) == pid:
                     owner.views.put(View.of(current))
+        self._replay_local()
         for live in self._live.values():
             for view in live.views:
                 for target in view.supersedes:
                     self.superseded.setdefault(target, set()).add(view.id)
+
+    def _replay_local(self) -> None:
+        """Bring the views' local state (heat) up to the records for the local commits after each snapshot: a store
+        closed without a checkpoint (a command line that only read) or a crash must not leave a profile stale."""
+        for key, value in self.kv.load_range("meta", LOCAL_LOG, prefix_end(LOCAL_LOG)):
+            sid, (n,) = key[len(LOCAL_LOG) :], struct.unpack(">Q", value)
+            record = self.kv.load("assets", sid)
+            if record is None:
+                continue
+            asset = self._open_record(sid, record)
+            live = self._live.get(self.pid_of(partition_of(asset)))
+            if live is None or n <= live.covered_local or live.views.get(asset.id) is None:
+                continue  # already in its snapshot, or gone since (the journal's replay decided)
+            live.views.put(View.of(asset))
+            live.dirty = True
+        for live in self._live.values():
+            live.covered_local = self.local_writes
 
     def _rebuild(self, live: _Live) -> None:
         """Rebuild a partition's index and views from its records and vectors (the database is the truth)."""
@@ -369,6 +393,7 @@ class Store:
             if vec is not None:
                 live.pending[asset.id] = vec
         live.covered_seq = self.seq
+        live.covered_local = self.local_writes
         live.dirty = True
         self.rebuilt_indexes += 1
 
@@ -644,7 +669,11 @@ class Store:
     def update_local(self, changes: Sequence[tuple[str, Tier, Heat]], *, records: Records | None = None) -> int:
         """Set the local, unsigned state (tier and heat) of live assets in one commit; returns how many changed.
 
-        Local state is not content: no version, no signature, no journal entry (it does not replicate).
+        Local state is not content: no version, no signature, no journal entry (it does not replicate). The views
+        follow (a view carries the heat, for what is hot now). The commit notes which records it changed
+        (:data:`LOCAL_LOG`: one entry per record, however often it changes), so that a store reopened before the next
+        checkpoint rewrote the snapshots (a crash, or a command that only read) brings those views up to the records;
+        a checkpoint clears the notes.
         ``records``: what the caller already opened (a hydrator's frames): the records are read through it, and it
         holds the rewritten ones afterwards, so it stays current.
         """
@@ -665,12 +694,19 @@ class Store:
             ops.append(Put("assets", sid, self._seal_record(new, live)))
             written[id_] = new
         if ops:
+            n = self.local_writes + 1
+            ops += [Put("meta", LOCAL_LOG + self.sid(i), pack(n)) for i in written]  # one entry per record, at most
+            ops.append(Put("meta", LOCAL_SEQ, pack(n)))
             self.kv.commit(ops)
-            self.local_writes += 1
+            self.local_writes = n
+            for new in written.values():
+                live = self._live[self.pid_of(partition_of(new))]
+                live.views.put(View.of(new))
+                live.dirty = True
             if records is not None:  # it was at the state before this commit (read through just now): move it on
                 records.assets.update(written)
                 records.state = self.state
-        return len(ops)
+        return len(written)
 
     # -- sealed bookkeeping records (meta space) -------------------------------------------------------------------
 
@@ -1007,6 +1043,7 @@ class Store:
                 {
                     "seq": self.seq,
                     "journal": self._journal_digest(self.seq),
+                    "local": self.local_writes,
                     "embedder": live.part.embedder,
                     "dim": live.part.dim,
                     "count": len(live.index),
@@ -1019,6 +1056,12 @@ class Store:
             live.covered_seq = self.seq
             live.dirty = False
             written += 1
+        # Every partition's views now hold every local commit (one that was changed by one is dirty, and was written).
+        logged = [Delete("meta", k) for k, _ in self.kv.load_range("meta", LOCAL_LOG, prefix_end(LOCAL_LOG))]
+        if logged:
+            self.kv.commit(logged)
+        for live in self._live.values():
+            live.covered_local = self.local_writes
         return written
 
     def stats(self) -> StoreStats:

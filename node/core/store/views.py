@@ -14,6 +14,10 @@ that carries them is sealed) with the groupings that make authorization cheap:
 - the graph hydration walks (:mod:`node.hydrate`): items by source (with their offsets, for neighbouring turns),
   derivatives by what they derive from, ids by lower-cased entity and by goal, and what contradicts an asset. These
   hold ids only; whether the caller may use one is decided by the same authorized set as everything else.
+- ``standing``: the assets that may belong in a frame's profile, whatever the goal (:func:`standing`), by why.
+
+A view also carries the asset's heat (local, unsigned state: :meth:`node.core.store.store.Store.update_local` keeps it
+current), so that what is hot now can be told without opening a record.
 
 The views of a partition travel in its sealed index snapshot and are rebuilt from the records with it (a snapshot
 written before a field was added fails to load and is rebuilt, like any stale one).
@@ -31,6 +35,7 @@ from gaml.policy.model import (
     Asset,
     AssetType,
     ExportPolicy,
+    Heat,
     InferencePolicy,
     Level,
     PrivacyScope,
@@ -39,6 +44,8 @@ from gaml.policy.model import (
     TrainingPolicy,
     TrustClass,
 )
+
+_NO_HEAT: Final = Heat()
 
 Signature = tuple[str, str, PrivacyScope, InferencePolicy, TrainingPolicy, ExportPolicy, ReplicationPolicy]
 
@@ -74,6 +81,7 @@ class View:
     source_start: int = 0
     derived_from: tuple[str, ...] = ()
     contradicts: tuple[str, ...] = ()
+    heat: Heat = _NO_HEAT  # local state, as stored: what the tiers read
     tombstone: bool = False
 
     @classmethod
@@ -113,6 +121,8 @@ class View:
             v = getattr(self, f)
             if isinstance(v, Retention):
                 v = [v.delete_at, v.ttl_seconds]
+            elif isinstance(v, Heat):
+                v = [v.visits, v.last_access, v.score]
             elif hasattr(v, "value"):
                 v = v.value
             out.append(v)
@@ -124,6 +134,7 @@ class View:
         for f, t in _ENUMS.items():
             kw[f] = t(kw[f])
         kw["retention_policy"] = Retention(*kw["retention_policy"])
+        kw["heat"] = Heat(*kw["heat"])
         for f in (
             "allowed_principals",
             "allowed_roles",
@@ -135,6 +146,35 @@ class View:
         ):
             kw[f] = tuple(kw[f])
         return cls(**kw)
+
+
+# What a profile holds (:func:`standing`): what the caller asked to keep, what binds whatever the goal, and the kinds
+# of asset that stand while they are hot (heat or their own recency: the tiers decide, at the time of the frame).
+STANDING_TAGS: Final = frozenset({"remember", "pinned"})
+BINDING_TYPES: Final = frozenset({AssetType.CONSTRAINT, AssetType.POLICY})
+HEAT_TYPES: Final = frozenset({AssetType.FACT, AssetType.GOAL, AssetType.PLAN, AssetType.PROCEDURE})
+HEAT_KINDS: Final = frozenset({"kind:goal", "kind:constraint"})  # an ingested request or constraint
+
+
+def standing(v: View) -> str:
+    """Why an asset may stand in a frame's profile: ``pinned`` (tagged ``remember`` or ``pinned``), ``binding`` (a
+    constraint or a policy), ``heat`` (a fact, goal, plan or procedure, or an ingested request or constraint: only
+    while it is hot); "" when it may not. Only an asset in its own right (no ``derived_from``): a derivative speaks
+    for its sources, which stand themselves. Never what ingestion gated (noise, contamination, a near-duplicate) or
+    what is of lower trust: a text that asks to be remembered must not head every frame on its word alone."""
+    if v.tombstone or v.derived_from or v.trust_class is TrustClass.LOWER_TRUST:
+        return ""
+    if any(t.startswith("gated:") or t == "contamination" for t in v.tags):
+        return ""
+    if STANDING_TAGS.intersection(v.tags):
+        return "pinned"
+    if v.is_item:
+        return "heat" if HEAT_KINDS.intersection(v.tags) else ""
+    if v.level is not Level.L0:
+        return ""
+    if v.asset_type in BINDING_TYPES:
+        return "binding"
+    return "heat" if v.asset_type in HEAT_TYPES else ""
 
 
 _FIELDS: Final = tuple(f.name for f in dataclasses.fields(View) if f.name != "tombstone")
@@ -166,6 +206,7 @@ class PartitionViews:
         self.entities: dict[str, set[str]] = {}
         self.goals: dict[str, set[str]] = {}
         self.contradicted: dict[str, set[str]] = {}
+        self.standing: dict[str, str] = {}  # id -> why it may stand in a profile (:func:`standing`)
 
     def __len__(self) -> int:
         return len(self.views)
@@ -197,6 +238,9 @@ class PartitionViews:
             self.contradicted.setdefault(target, set()).add(v.id)
         for e in {e.lower() for e in v.entities}:
             self.entities.setdefault(e, set()).add(v.id)
+        why = standing(v)
+        if why:
+            self.standing[v.id] = why
 
     def remove(self, id_: str) -> View | None:
         v = self.views.pop(id_, None)
@@ -223,6 +267,7 @@ class PartitionViews:
             _discard(self.contradicted, target, id_)
         for e in {e.lower() for e in v.entities}:
             _discard(self.entities, e, id_)
+        self.standing.pop(id_, None)
         return v
 
     def expired(self, now: int) -> set[str]:

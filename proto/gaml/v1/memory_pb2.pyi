@@ -240,7 +240,7 @@ class PlaneSegment(_message.Message):
     def __init__(self, name: _Optional[str] = ..., budget: _Optional[int] = ..., seeds: _Optional[int] = ..., fact_cap: _Optional[int] = ..., walk: _Optional[_Union[Walk, _Mapping]] = ...) -> None: ...
 
 class HydrateRequest(_message.Message):
-    __slots__ = ("intent", "goal", "budget", "plane", "mode", "as_of", "counter")
+    __slots__ = ("intent", "goal", "budget", "plane", "mode", "as_of", "counter", "profile")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +248,7 @@ class HydrateRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     COUNTER_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     intent: Intent
     goal: str
     budget: int
@@ -255,7 +256,8 @@ class HydrateRequest(_message.Message):
     mode: HydrationMode
     as_of: int
     counter: str
-    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., goal: _Optional[str] = ..., budget: _Optional[int] = ..., plane: _Optional[_Iterable[_Union[PlaneSegment, _Mapping]]] = ..., mode: _Optional[_Union[HydrationMode, str]] = ..., as_of: _Optional[int] = ..., counter: _Optional[str] = ...) -> None: ...
+    profile: int
+    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., goal: _Optional[str] = ..., budget: _Optional[int] = ..., plane: _Optional[_Iterable[_Union[PlaneSegment, _Mapping]]] = ..., mode: _Optional[_Union[HydrationMode, str]] = ..., as_of: _Optional[int] = ..., counter: _Optional[str] = ..., profile: _Optional[int] = ...) -> None: ...
 
 class HydrateResponse(_message.Message):
     __slots__ = ("frame", "receipt_id", "tokens", "path", "fallback", "receipt")
