@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -69,7 +70,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
-from gaml.node.core.memory.tiers import TierPolicy, tier_at
+from gaml.node.core.memory.tiers import US_PER_DAY, TierPolicy, tier_at
 from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
@@ -381,7 +382,9 @@ class Hydrator:
         shown: list[_Unit] = list(profile["units"])
         query = self.retriever.query(sreq.text)  # the goal, embedded once for every segment (when one ranks)
         for seg in plane:
-            keep = {pid: self._in_segment(pid, ids, seg.name, named) - contradicted for pid, ids in auth.keep.items()}
+            keep = {
+                pid: _minus(self._in_segment(pid, ids, seg.name, named), contradicted) for pid, ids in auth.keep.items()
+            }
             titled = len(plane) > 1 or seg.name != "*"
             out = self._segment(
                 req, sreq, query, seg, auth, keep, len(facts) - len(profile["facts"]), titled, profile["ids"]
@@ -438,12 +441,12 @@ class Hydrator:
         """Derived from the node, its journal position, what the caller may use (a grant changes it without a write
         to the journal), the embedder and the request: the same state and request, the same id. Keyed with the node's
         keys: the id goes into every owner's log, and an owner must not be able to test guesses of the goal on it."""
-        usable = hashlib.blake2b(digest_size=16)
-        for id_ in sorted(set().union(*auth.keep.values()) if auth.keep else ()):
-            usable.update(id_.encode() + b"\n")
+        usable = 0  # the set's digest: its members' hashes combined, in no order (PartitionViews.digest_of)
+        for pid, ids in sorted(auth.keep.items()):
+            usable ^= self.store.views(pid).digest_of(ids)
         body = canonical_json(
             {
-                "usable": usable.hexdigest(),
+                "usable": f"{usable:032x}",
                 "embedder": self.node.embedder.id,
                 "node": self.store.node_id,
                 "seq": self.store.seq,
@@ -467,7 +470,7 @@ class Hydrator:
         """Those of a partition's ``ids`` that belong to segment ``name`` (``*``: to no segment the plane names)."""
         views = self.store.views(pid).views
         if name == "*":
-            return {i for i in ids if views[i].segment not in named}
+            return ids if not named else {i for i in ids if views[i].segment not in named}  # (read only from here)
         return {i for i in ids if views[i].segment == name} if name in named else set()
 
     def _plane(self, req: HydrationRequest, overhead: int) -> tuple[Segment, ...]:
@@ -551,20 +554,27 @@ class Hydrator:
             return out
         me = auth.principal.user
         found: list[tuple[int, int, str, View, bytes, str]] = []
+        # A never-visited asset is hot only while its own recency lasts: what was created before this cannot be.
+        since = req.now - math.ceil(self.tiers.half_life_days * US_PER_DAY * math.log2(1.0 / self.tiers.hot_at))
         for pid, ids in auth.keep.items():
             views = self.store.views(pid)
             for id_, why in views.standing.items():
                 v = views.views[id_]
-                if why != "binding" and v.owner_id != me:  # another's pinned or hot memory is theirs, not standing
+                if (why == "binding" or v.owner_id == me) and id_ in ids and id_ not in contradicted:
+                    found.append((PROFILE_ORDER.index(why), -v.created_at, id_, v, pid, why))
+            if req.as_of:  # the heat is today's: a frame as of another time shows only what is pinned or binds
+                continue
+            hot = 0
+            for id_ in views.hot_candidates(since):
+                v = views.views[id_]
+                if v.owner_id != me or id_ not in ids or id_ in contradicted:  # another's hot memory is theirs
                     continue
-                if id_ not in ids or id_ in contradicted:
+                if tier_at(v.heat, v.created_at, v.level, False, req.now, self.tiers) is not Tier.HOT:
                     continue
-                if why == "heat" and (
-                    req.as_of  # the heat is today's: a frame as of another time shows only what is pinned or binds
-                    or tier_at(v.heat, v.created_at, v.level, False, req.now, self.tiers) is not Tier.HOT
-                ):
-                    continue
-                found.append((PROFILE_ORDER.index(why), -v.created_at, v.id, v, pid, why))
+                found.append((PROFILE_ORDER.index("heat"), -v.created_at, id_, v, pid, "heat"))
+                hot += 1
+                if hot >= PROFILE_UNITS and not v.heat.last_access:
+                    break  # the newest are enough: the fresh come newest first, and the profile tries no more
         found.sort(key=lambda f: f[:3])
         out["considered"] = len(found)
         # Handles in that order (a line passed over leaves its number unused, as in the segments).
@@ -1133,6 +1143,10 @@ class Hydrator:
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------------
+
+
+def _minus(ids: set[str], gone: set[str]) -> set[str]:
+    return ids - gone if gone and not gone.isdisjoint(ids) else ids
 
 
 def _priority(u: _Unit) -> tuple[bool, float, int, str]:

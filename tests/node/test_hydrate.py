@@ -5,6 +5,7 @@ RocksDB + hnswlib."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -471,9 +472,9 @@ def test_the_profile_leaves_the_goal_its_evidence(mem_node: Node) -> None:
     assert wide.receipt["profile"]["budget"] == 250
     check_accounting(wide, HeuristicCounter())
     # A plane whose fixed segments take (about) the whole room leaves the profile only what they leave.
-    fixed = 600 - wide.receipt["overhead"]
+    fixed = 600 - wide.receipt["overhead"] - 6  # the envelope's tokens vary by a few with its receipt id
     full = hydrate(mem_node, goal, 600, plane=(Segment("*", fixed),))
-    assert full.receipt["profile"]["budget"] == 600 - full.receipt["overhead"] - fixed < 5
+    assert full.receipt["profile"]["budget"] == 600 - full.receipt["overhead"] - fixed < 12
     assert not profile_lines(full)
 
 
@@ -513,6 +514,24 @@ def test_heat_decides_what_is_hot_and_the_views_keep_it_across_restarts(kind: st
         assert logged(node) == 0 and node.store.view(old.id).heat == heat and lisbon(node)  # type: ignore[union-attr]
     finally:
         node.close(checkpoint=False)
+
+
+def test_only_what_is_new_enough_is_hot_and_the_newest_comes_first() -> None:
+    """A never-visited fact is hot while its own recency is over the tiers' mark (about 2.9 days at the default 7-day
+    half-life and 0.75): one just inside that window stands, one just outside does not, and of many fresh facts
+    the profile shows the newest first (a frame reads only the newest of them, however many there are)."""
+    node = build(memory_world())
+    window = math.ceil(7 * 86_400 * 10**6 * math.log2(1 / 0.75))
+    node.put([fact("The kiln is just inside the window.")], LATER - window + 10**6)
+    node.put([fact("The lathe is just outside the window.")], LATER - window - 10**6)
+    text = "\n".join(profile_lines(hydrate(node, "qqqq zzzz", 4000, profile=1000)))
+    assert "kiln" in text and "lathe" not in text
+    node.put([fact(f"Fresh note number {n}.") for n in range(60)], LATER - 10**9)
+    node.put([fact("The newest note of all.")], LATER - 10**6)
+    h = hydrate(node, "qqqq zzzz", 4000, profile=1000)
+    heat = [f for f in h.receipt["facts"] if f.get("standing") == "heat"]
+    assert node.store.get(heat[0]["id"]).payload["text"] == "The newest note of all."
+    assert len([f for f in h.receipt["facts"] if f["seeded_by"] == "profile"]) <= 32
 
 
 def test_what_ingestion_gated_never_stands() -> None:
@@ -673,7 +692,8 @@ def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:
         during.append(kv.loaded("assets") - before)
 
     hydrator = Hydrator(node, on_read=visit)
-    req = HydrationRequest("which port does the billing database listen on?", "alice", LATER, 400, profile=60)
+    # Roomy, so that both frames show the same (the receipt id moves with the heat, and its tokens with it).
+    req = HydrationRequest("which port does the billing database listen on?", "alice", LATER, 2000, profile=60)
     facts = hydrator.hydrate(req).receipt["facts"]
     shown = sorted({f["id"] for f in facts if f["seeded_by"] != "profile"})
     standing = sorted({f["id"] for f in facts if f["seeded_by"] == "profile"})

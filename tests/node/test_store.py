@@ -587,7 +587,7 @@ def test_policy_views_and_lexical_index_follow_the_records(world: World, stop: s
     assert ids[1] in expected["trusted_devices|owner:alice"]
     assert node.store.superseded == {ids[0]: {newer}}
     pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
-    found = {node.store.id_of(sid) for sid, _ in node.store.lexical.search(pid, "tea", 50)}
+    found = {i for i, _ in node.store.lexical.search(pid, "tea", 50)}
     tea = {i for i in expected["user_private|owner:alice"] if "tea" in node.store.get(i).payload["text"]}
     assert found == tea and tea and ids[1] not in found and ids[2] not in found
 

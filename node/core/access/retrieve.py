@@ -376,11 +376,9 @@ class Retriever:
         if req.mode in ("hybrid", "lexical") and req.text.strip():
             lex: list[tuple[str, float]] = []
             for pid, ids in by_pid.items():
-                # Every posting is checked against the authorized set before it is scored, unless that set is the
-                # whole partition (then there is nothing to exclude).
+                # Only the authorized ids are candidates, unless they are the whole partition (nothing to exclude).
                 whole = len(ids) == len(self.store.views(pid))
-                ok = None if whole else {self.store.sid(i) for i in ids}.__contains__
-                found = [(self.store.id_of(sid), s) for sid, s in self.store.lexical.search(pid, req.text, depth, ok)]
+                found = self.store.lexical.search(pid, req.text, depth, None if whole else ids)
                 where.update(dict.fromkeys((i for i, _ in found), pid))
                 lex += found
             lex.sort(key=lambda h: (-h[1], h[0]))

@@ -34,11 +34,20 @@ first ones in query order), over the one partition,
     idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)),   avgdl = total length / N,
 
 with ``N`` and the total length from the partition's statistics and ``df`` the number of postings of ``t`` in the
-partition. Only the postings of the query's terms are read (one prefix scan per term). ``allowed(sid)`` is decided
-for each posting before it is scored or kept: an excluded document is never scored and never enters a candidate
-set. ``df`` (hence ``idf``) still counts every posting, excluded ones included: it is a statistic of the partition,
-identical for every caller, so a score reveals nothing about which documents the filter excluded (a ``df`` counted
-after filtering would). Results are the best ``k``, by score descending then ``sid`` ascending.
+partition. ``allowed`` (the ids a caller may use) is applied before anything is selected: an excluded document never
+enters a candidate set, and its score is never kept or compared. ``df`` (hence ``idf``) still counts every posting,
+excluded ones included: it is a statistic of the partition, identical for every caller, so a score reveals nothing
+about which documents the filter excluded (a ``df`` counted after filtering would). Results are the best ``k``, by
+score descending then ``sid`` ascending.
+
+Postings in memory. A search does not read the ``KV``: each partition's postings are read once (one range scan, on
+the partition's first search) into memory, per term as arrays of document ordinals and term frequencies, and kept in
+step with every committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the
+partitions touched, to be read again from disk). A changed or removed document's ordinal is retired (a live mask), a
+new version gets a new ordinal; when retired ordinals outnumber live ones the partition is read again. Scoring is
+vectorised over the query terms' postings (numpy, float64, in the same order of operations as the formula above, so
+scores are the same numbers a posting-by-posting loop gives). Nothing of this is written anywhere: the terms are
+the blinded keys, in memory only.
 
 The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
 change several documents of a partition, so ``doc_ops`` cannot read the statistics from disk for each of them. The
@@ -60,14 +69,16 @@ before the index existed need a backfill (``doc_ops(pid, sid, text, None)`` for 
 
 from __future__ import annotations
 
-import heapq
 import math
 import re
 import struct
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Final
+
+import numpy as np
 
 from gaml.node.core.store.kv import KV, Delete, Op, Put, prefix_end
 from gaml.policy.errors import StoreCorrupt
@@ -135,15 +146,92 @@ def _check_id(value: bytes, what: str) -> None:
         raise ValueError(f"a {what} is {ID_BYTES} bytes, got {value!r}")
 
 
+class _Term:
+    """One term's postings in one partition: ordinals and frequencies, appended to; ``live`` of them current."""
+
+    __slots__ = ("docs", "live", "more_docs", "more_tf", "tf")
+
+    def __init__(self) -> None:
+        self.docs = np.empty(0, np.int64)
+        self.tf = np.empty(0, np.float64)
+        self.more_docs: list[int] = []
+        self.more_tf: list[int] = []
+        self.live = 0
+
+    def add(self, ordinal: int, tf: int) -> None:
+        self.more_docs.append(ordinal)
+        self.more_tf.append(tf)
+        self.live += 1
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.more_docs:
+            self.docs = np.concatenate((self.docs, np.asarray(self.more_docs, np.int64)))
+            self.tf = np.concatenate((self.tf, np.asarray(self.more_tf, np.float64)))
+            self.more_docs, self.more_tf = [], []
+        return self.docs, self.tf
+
+
+class _Postings:
+    """One partition's postings in memory (the module docstring's "Postings in memory")."""
+
+    def __init__(self) -> None:
+        self.terms: dict[bytes, _Term] = {}
+        self.ordinal: dict[bytes, int] = {}  # sid -> its current ordinal
+        self.by_id: dict[str, int] = {}  # id -> the same
+        self.sids: list[bytes] = []  # by ordinal (retired ones included)
+        self.ids: list[str] = []
+        self.length = np.zeros(1024, np.float64)  # document length, by ordinal
+        self.alive = np.zeros(1024, np.bool_)
+        self.count = 0  # ordinals handed out
+
+    def _new(self, sid: bytes, id_: str, length: int) -> int:
+        o = self.count
+        if o == len(self.length):
+            self.length = np.concatenate((self.length, np.zeros(o, np.float64)))
+            self.alive = np.concatenate((self.alive, np.zeros(o, np.bool_)))
+        self.length[o] = length
+        self.alive[o] = True
+        self.sids.append(sid)
+        self.ids.append(id_)
+        self.ordinal[sid] = self.by_id[id_] = o
+        self.count += 1
+        return o
+
+    def change(self, sid: bytes, id_: str, old: AbstractSet[bytes], new: dict[bytes, int], length: int) -> None:
+        """Document ``sid`` (``id_``) moves from the terms ``old`` to ``new`` (term -> frequency) of ``length``."""
+        o = self.ordinal.pop(sid, None)
+        if o is not None:
+            self.alive[o] = False
+            del self.by_id[id_]
+            for b in old:
+                term = self.terms.get(b)
+                if term is not None:
+                    term.live -= 1
+        if new:
+            o = self._new(sid, id_, length)
+            for b, tf in new.items():
+                self.terms.setdefault(b, _Term()).add(o, tf)
+
+    @property
+    def stale(self) -> bool:
+        """Retired ordinals outnumber live ones (and there are enough to matter): read the partition again."""
+        return self.count > 4096 and self.count > 2 * len(self.ordinal)
+
+
 class LexicalIndex:
     """BM25 postings and per-partition statistics in the ``index`` space of ``kv`` (module docstring: the layout,
-    the formula and the staged-statistics protocol). ``blind(term)`` must return 16 bytes, and be keyed."""
+    the formula, postings in memory and the staged-statistics protocol). ``blind(term)`` must return 16 bytes, and be
+    keyed; ``id_of(sid)`` gives the asset id a search answers with (the store's; the sid in hex by default)."""
 
-    def __init__(self, kv: KV, blind: Callable[[str], bytes]) -> None:
+    def __init__(self, kv: KV, blind: Callable[[str], bytes], id_of: Callable[[bytes], str] = bytes.hex) -> None:
         self._kv = kv
         self._blind = blind
+        self._id_of = id_of
         self._committed: dict[bytes, tuple[int, int]] = {}
         self._staged: dict[bytes, tuple[int, int]] = {}
+        # What the staged ops do to documents, in call order: (pid, sid, old terms, new terms, new length).
+        self._staged_docs: list[tuple[bytes, bytes, frozenset[bytes], dict[bytes, int], int]] = []
+        self._memory: dict[bytes, _Postings] = {}
 
     # -- statistics ------------------------------------------------------------------------------------------------
 
@@ -167,15 +255,27 @@ class LexicalIndex:
         return bool(self._staged)
 
     def commit_staged(self) -> None:
-        """The commit holding every op produced since the last call succeeded: staged statistics become committed."""
+        """The commit holding every op produced since the last call succeeded: staged statistics become committed,
+        and the postings in memory follow."""
         self._committed.update(self._staged)
         self._staged.clear()
+        for pid, sid, old, new, length in self._staged_docs:
+            mem = self._memory.get(pid)
+            if mem is not None:
+                mem.change(sid, self._id_of(sid), old, new, length)
+        for pid in {d[0] for d in self._staged_docs}:
+            mem = self._memory.get(pid)
+            if mem is not None and mem.stale:
+                del self._memory[pid]
+        self._staged_docs.clear()
 
     def discard_staged(self) -> None:
         """That commit failed or was abandoned: drop the staged statistics, and reread those partitions from disk."""
         for pid in self._staged:
             self._committed.pop(pid, None)
+            self._memory.pop(pid, None)
         self._staged.clear()
+        self._staged_docs.clear()
 
     # -- updates ---------------------------------------------------------------------------------------------------
 
@@ -225,55 +325,82 @@ class LexicalIndex:
         if (n, total) != before:
             ops.append(Put(SPACE, STATS_PREFIX + pid, STATS.pack(n, total)))
         self._staged[pid] = (n, total)
+        self._staged_docs.append((pid, sid, frozenset(old), new, new_len))
         ops.sort(key=lambda op: op.key)
         return ops
 
     # -- search ----------------------------------------------------------------------------------------------------
 
-    def _postings(self, pid: bytes, blind: bytes) -> list[tuple[bytes, int, int]]:
-        prefix = POSTING_PREFIX + pid + blind
-        out = []
+    def _postings(self, pid: bytes) -> _Postings:
+        """The partition's postings in memory, read from the ``KV`` on first use (one range scan)."""
+        mem = self._memory.get(pid)
+        if mem is not None:
+            return mem
+        # Ops staged for it may be on disk already (their commit has not reported back): read, but keep only what a
+        # commit_staged will bring up to date.
+        keep = not any(d[0] == pid for d in self._staged_docs)
+        prefix = POSTING_PREFIX + pid
+        mem = _Postings()
         for key, value in self._kv.load_range(SPACE, prefix, prefix_end(prefix)):
             if len(key) != POSTING_KEY_BYTES or len(value) != POSTING.size:
                 raise StoreCorrupt(f"a lexical posting of partition {pid.hex()} has the wrong size")
             tf, dl = POSTING.unpack(value)
-            out.append((key[-ID_BYTES:], tf, dl))
-        return out
+            b, sid = key[1 + ID_BYTES : 1 + 2 * ID_BYTES], key[-ID_BYTES:]
+            o = mem.ordinal.get(sid)
+            if o is None:
+                o = mem._new(sid, self._id_of(sid), dl)
+            elif mem.length[o] != dl:
+                raise StoreCorrupt(f"a document of partition {pid.hex()} has postings of two lengths")
+            mem.terms.setdefault(b, _Term()).add(o, tf)
+        if keep:
+            self._memory[pid] = mem
+        return mem
 
     def search(
-        self, pid: bytes, query: str, k: int, allowed: Callable[[bytes], bool] | None = None
-    ) -> list[tuple[bytes, float]]:
-        """Up to ``k`` ``(sid, score)`` of partition ``pid`` by BM25 for ``query``, best first, ties by ``sid``.
+        self, pid: bytes, query: str, k: int, allowed: AbstractSet[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Up to ``k`` ``(id, score)`` of partition ``pid`` by BM25 for ``query``, best first, ties by sid.
 
-        ``allowed(sid)`` is decided once per document before any of its postings is scored; documents it rejects are
-        never scored or returned. ``idf`` counts every posting of a term in the partition (see the module docstring).
-        """
+        ``allowed``: the ids the caller may use (None: every document of the partition). Documents outside it are
+        never selected or returned; ``idf`` counts every posting of a term in the partition (module docstring)."""
         _check_id(pid, "partition id")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         terms = list(dict.fromkeys(tokenize(query)))[:QUERY_TERMS_MAX]
         n_docs, total = self.stats(pid)
-        if k == 0 or not terms or n_docs == 0:
+        if k == 0 or not terms or n_docs == 0 or (allowed is not None and not allowed):
             return []
+        mem = self._postings(pid)
         avgdl = total / n_docs
-        decided: dict[bytes, bool] = {}
-        scores: dict[bytes, float] = {}
+        n = mem.count
+        scores = np.zeros(n, np.float64)
+        matched = False
         for term in terms:
-            blind = self._blind(term)
-            postings = self._postings(pid, blind)
-            if not postings:
+            t = mem.terms.get(self._blind(term))
+            if t is None or t.live == 0:
                 continue
-            idf = bm25_idf(n_docs, len(postings))
-            for sid, tf, dl in postings:
-                ok = decided.get(sid)
-                if ok is None:
-                    ok = decided[sid] = allowed is None or bool(allowed(sid))
-                if not ok:
-                    continue
-                w = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
-                scores[sid] = scores.get(sid, 0.0) + w
-        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
-        return [(sid, score) for sid, score in best]
+            docs, tf = t.arrays()
+            idf = bm25_idf(n_docs, t.live)
+            dl = mem.length[docs]
+            w = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+            scores += np.bincount(docs, weights=w, minlength=n)
+            matched = True
+        if not matched:
+            return []
+        candidates = np.flatnonzero(mem.alive[:n] & (scores > 0.0))  # the live documents with a query term
+        if allowed is not None:  # only what the caller may use, before anything is selected
+            if len(candidates) <= len(allowed):
+                ids = mem.ids
+                candidates = candidates[np.fromiter((ids[o] in allowed for o in candidates), np.bool_, len(candidates))]
+            else:
+                mask = np.zeros(n, np.bool_)
+                mask[np.fromiter((o for o in map(mem.by_id.get, allowed) if o is not None), np.int64)] = True
+                candidates = candidates[mask[candidates]]
+        if len(candidates) > k:
+            floor = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
+            candidates = candidates[scores[candidates] >= floor]  # the k best, and whatever ties the k-th
+        best = sorted(((float(scores[o]), mem.sids[o], o) for o in candidates), key=lambda x: (-x[0], x[1]))[:k]
+        return [(mem.ids[o], score) for score, _, o in best]
 
 
 __all__ = ["QUERY_TERMS_MAX", "STOPWORDS", "TOKEN_CHARS_MAX", "LexicalIndex", "bm25_idf", "tokenize"]

@@ -214,7 +214,7 @@ class Store:
         self._by_name: dict[str, bytes] = {}
         self._pid_cache: dict[str, bytes] = {}
         self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
-        self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term))
+        self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term), self.id_of)
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
         self.local_writes = 0  # commits of local state (update_local), logged in LOCAL_LOG until a checkpoint

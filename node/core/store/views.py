@@ -14,7 +14,9 @@ that carries them is sealed) with the groupings that make authorization cheap:
 - the graph hydration walks (:mod:`node.hydrate`): items by source (with their offsets, for neighbouring turns),
   derivatives by what they derive from, ids by lower-cased entity and by goal, and what contradicts an asset. These
   hold ids only; whether the caller may use one is decided by the same authorized set as everything else.
-- ``standing``: the assets that may belong in a frame's profile, whatever the goal (:func:`standing`), by why.
+- what may stand in a frame's profile, whatever the goal (:func:`standing`): ``standing`` (pinned or binding, by
+  why); the heat class by whether it was ever visited: ``fresh`` (never: hot only while new, so kept in order of
+  creation, and a frame reads only the newest) and ``heated`` (visited: hot while its visits are recent).
 
 A view also carries the asset's heat (local, unsigned state: :meth:`node.core.store.store.Store.update_local` keeps it
 current), so that what is hot now can be told without opening a record.
@@ -26,10 +28,13 @@ written before a field was added fails to load and is rebuilt, like any stale on
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 import orjson
+from sortedcontainers import SortedList
 
 from gaml.policy.model import (
     Asset,
@@ -206,7 +211,13 @@ class PartitionViews:
         self.entities: dict[str, set[str]] = {}
         self.goals: dict[str, set[str]] = {}
         self.contradicted: dict[str, set[str]] = {}
-        self.standing: dict[str, str] = {}  # id -> why it may stand in a profile (:func:`standing`)
+        self.standing: dict[str, str] = {}  # id -> "pinned" or "binding" (:func:`standing`)
+        self.fresh: SortedList = SortedList()  # (created_at, id) of the heat class, never visited
+        self.heated: set[str] = set()  # ids of the heat class that were visited
+        # A digest of a set of ids, in no order: each id's hash, combined by XOR (the whole partition's kept as it
+        # changes), so that a caller's set is told from another without sorting it (a receipt's id).
+        self.hashes: dict[str, int] = {}
+        self.digest = 0
 
     def __len__(self) -> int:
         return len(self.views)
@@ -220,6 +231,8 @@ class PartitionViews:
     def put(self, v: View) -> None:
         self.remove(v.id)
         self.views[v.id] = v
+        h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16).digest())
+        self.digest ^= h
         self.groups.setdefault(v.signature, set()).add(v.id)
         for key in _reader_keys(v):
             self.readers.setdefault(key, set()).add(v.id)
@@ -239,13 +252,19 @@ class PartitionViews:
         for e in {e.lower() for e in v.entities}:
             self.entities.setdefault(e, set()).add(v.id)
         why = standing(v)
-        if why:
+        if why == "heat":
+            if v.heat.last_access:
+                self.heated.add(v.id)
+            else:
+                self.fresh.add((v.created_at, v.id))
+        elif why:
             self.standing[v.id] = why
 
     def remove(self, id_: str) -> View | None:
         v = self.views.pop(id_, None)
         if v is None:
             return None
+        self.digest ^= self.hashes.pop(id_)
         group = self.groups[v.signature]
         group.discard(id_)
         if not group:
@@ -268,7 +287,27 @@ class PartitionViews:
         for e in {e.lower() for e in v.entities}:
             _discard(self.entities, e, id_)
         self.standing.pop(id_, None)
+        self.heated.discard(id_)
+        self.fresh.discard((v.created_at, id_))
         return v
+
+    def digest_of(self, ids: AbstractSet[str]) -> int:
+        """The digest of ``ids`` (ids of this partition's views): the partition's own when they are all of it."""
+        if len(ids) == len(self.views):
+            return self.digest
+        out = 0
+        hashes = self.hashes
+        for i in ids:
+            out ^= hashes[i]
+        return out
+
+    def hot_candidates(self, since: int) -> Iterator[str]:
+        """What of the heat class may be hot: the never-visited created at ``since`` or later, newest first (one
+        created before cannot be, when ``since`` is where its own recency falls below the tiers' hot mark), then
+        every visited one."""
+        for _, id_ in self.fresh.irange((since, ""), reverse=True):
+            yield id_
+        yield from sorted(self.heated)
 
     def expired(self, now: int) -> set[str]:
         return {i for i, t in self.expiring.items() if now >= t}
