@@ -303,6 +303,36 @@ def test_replay_after_unclean_stop(world: World) -> None:
     assert all(h.asset.id != first[0] for h in node.search("early fact 0", "alice", LATER, k=40))
 
 
+def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world: World) -> None:
+    """The BM25 postings travel in the sealed snapshot: a reopened store holds them before any search, and the writes
+    after the snapshot (puts, edits, a delete, replayed from the journal) leave them equal to a fresh read of every
+    posting from the store."""
+    node = world.open_node()
+    ids = node.put([fact(f"early fact {i} walnut {'amber' if i % 3 else 'cedar'}") for i in range(40)], NOW)
+    node.put([fact("a walnut cedar box")], NOW)
+    node.checkpoint()
+    node.put([fact(f"late fact {i} walnut amber") for i in range(10)], NOW)
+    assert node.put([fact("early fact 5 walnut amber", entities=["birch"])], NOW + 1) == [ids[5]]  # an edit
+    node.delete(ids[7], NOW + 2)
+    assert world.kv is not None
+    world.kv.close()  # no checkpoint: the snapshot is older than the journal
+    node = world.open_node()
+    assert node.store.replayed_events >= 12
+    pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    queries = ("walnut", "amber cedar", "birch", "late fact 3", "early fact 7")
+    after = {q: node.store.lexical.search(pid, q, 100) for q in queries}
+    assert ids[7] not in {i for i, _ in after["early fact 7"]}
+    assert ids[5] in {i for i, _ in after["birch"]}
+    node.store.lexical.forget(pid)  # read every posting from the store again
+    assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
+    node.close()
+    node = world.open_node()  # from a snapshot that holds them all
+    assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
+    assert pid in node.store.lexical._memory  # loaded with the snapshot, not read from the postings
+    assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
+    node.close(checkpoint=False)
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
 def test_missing_or_corrupt_snapshot_is_rebuilt(world: World, damage: str) -> None:
     """An index snapshot that is gone or altered is rebuilt from the store, and search still answers."""

@@ -91,6 +91,7 @@ POSTING: Final = struct.Struct(">II")  # term frequency, document length
 STATS: Final = struct.Struct(">QQ")  # document count, total length
 POSTING_KEY_BYTES: Final = len(POSTING_PREFIX) + 3 * ID_BYTES
 UINT32_MAX: Final = 2**32 - 1
+SNAPSHOT_MAGIC: Final = b"LX1"
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -147,21 +148,20 @@ def _check_id(value: bytes, what: str) -> None:
 
 
 class _Term:
-    """One term's postings in one partition: ordinals and frequencies, appended to; ``live`` of them current."""
+    """One term's postings in one partition: ordinals and frequencies, appended to (a retired ordinal's stay, and
+    the partition's live mask leaves them out)."""
 
-    __slots__ = ("docs", "live", "more_docs", "more_tf", "tf")
+    __slots__ = ("docs", "more_docs", "more_tf", "tf")
 
-    def __init__(self) -> None:
-        self.docs = np.empty(0, np.int64)
-        self.tf = np.empty(0, np.float64)
+    def __init__(self, docs: np.ndarray | None = None, tf: np.ndarray | None = None) -> None:
+        self.docs = np.empty(0, np.int64) if docs is None else docs
+        self.tf = np.empty(0, np.float64) if tf is None else tf
         self.more_docs: list[int] = []
         self.more_tf: list[int] = []
-        self.live = 0
 
     def add(self, ordinal: int, tf: int) -> None:
         self.more_docs.append(ordinal)
         self.more_tf.append(tf)
-        self.live += 1
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self.more_docs:
@@ -197,16 +197,12 @@ class _Postings:
         self.count += 1
         return o
 
-    def change(self, sid: bytes, id_: str, old: AbstractSet[bytes], new: dict[bytes, int], length: int) -> None:
-        """Document ``sid`` (``id_``) moves from the terms ``old`` to ``new`` (term -> frequency) of ``length``."""
+    def change(self, sid: bytes, id_: str, new: dict[bytes, int], length: int) -> None:
+        """Document ``sid`` (``id_``) now has the terms ``new`` (term -> frequency; empty: none) and ``length``."""
         o = self.ordinal.pop(sid, None)
         if o is not None:
             self.alive[o] = False
-            del self.by_id[id_]
-            for b in old:
-                term = self.terms.get(b)
-                if term is not None:
-                    term.live -= 1
+            self.by_id.pop(self.ids[o], None)
         if new:
             o = self._new(sid, id_, length)
             for b, tf in new.items():
@@ -229,8 +225,8 @@ class LexicalIndex:
         self._id_of = id_of
         self._committed: dict[bytes, tuple[int, int]] = {}
         self._staged: dict[bytes, tuple[int, int]] = {}
-        # What the staged ops do to documents, in call order: (pid, sid, old terms, new terms, new length).
-        self._staged_docs: list[tuple[bytes, bytes, frozenset[bytes], dict[bytes, int], int]] = []
+        # What the staged ops do to documents, in call order: (pid, sid, new terms, new length).
+        self._staged_docs: list[tuple[bytes, bytes, dict[bytes, int], int]] = []
         self._memory: dict[bytes, _Postings] = {}
 
     # -- statistics ------------------------------------------------------------------------------------------------
@@ -259,10 +255,10 @@ class LexicalIndex:
         and the postings in memory follow."""
         self._committed.update(self._staged)
         self._staged.clear()
-        for pid, sid, old, new, length in self._staged_docs:
+        for pid, sid, new, length in self._staged_docs:
             mem = self._memory.get(pid)
             if mem is not None:
-                mem.change(sid, self._id_of(sid), old, new, length)
+                mem.change(sid, self._id_of(sid), new, length)
         for pid in {d[0] for d in self._staged_docs}:
             mem = self._memory.get(pid)
             if mem is not None and mem.stale:
@@ -325,7 +321,7 @@ class LexicalIndex:
         if (n, total) != before:
             ops.append(Put(SPACE, STATS_PREFIX + pid, STATS.pack(n, total)))
         self._staged[pid] = (n, total)
-        self._staged_docs.append((pid, sid, frozenset(old), new, new_len))
+        self._staged_docs.append((pid, sid, new, new_len))
         ops.sort(key=lambda op: op.key)
         return ops
 
@@ -356,6 +352,96 @@ class LexicalIndex:
             self._memory[pid] = mem
         return mem
 
+    # -- the postings in a snapshot --------------------------------------------------------------------------------
+
+    def dump(self, pid: bytes) -> bytes:
+        """The partition's postings in memory, compacted (live documents only), as bytes for the store's sealed index
+        snapshot (:meth:`load` reads them back). Read from the ``KV`` first if they are not in memory."""
+        _check_id(pid, "partition id")
+        mem = self._postings(pid)
+        live = np.flatnonzero(mem.alive[: mem.count])
+        remap = np.full(mem.count, -1, np.int64)
+        remap[live] = np.arange(len(live))
+        ids = [mem.ids[o] for o in live]
+        if any(len(i) != 2 * ID_BYTES or not i.isascii() for i in ids):
+            raise ValueError("an id in the lexical index is not 32 hex characters")
+        blinds: list[bytes] = []
+        counts: list[int] = []
+        docs_out: list[np.ndarray] = []
+        tf_out: list[np.ndarray] = []
+        for b in sorted(mem.terms):
+            docs, tf = mem.terms[b].arrays()
+            keep = mem.alive[docs]
+            if not keep.any():
+                continue
+            blinds.append(b)
+            counts.append(int(keep.sum()))
+            docs_out.append(remap[docs[keep]].astype("<u4"))
+            tf_out.append(tf[keep].astype("<u4"))
+        return b"".join(
+            [
+                SNAPSHOT_MAGIC,
+                struct.pack("<QQ", len(live), len(blinds)),
+                b"".join(mem.sids[o] for o in live),
+                "".join(ids).encode("ascii"),
+                mem.length[live].astype("<u4").tobytes(),
+                b"".join(blinds),
+                np.asarray(counts, "<u8").tobytes(),
+                *(d.tobytes() for d in docs_out),
+                *(t.tobytes() for t in tf_out),
+            ]
+        )
+
+    def load(self, pid: bytes, data: bytes) -> None:
+        """Hold the partition's postings as :meth:`dump` wrote them (its snapshot's; the store replays the journal
+        after it with :meth:`replace`). Raises ``ValueError`` on a malformed blob (the store then rebuilds)."""
+        _check_id(pid, "partition id")
+        if data[: len(SNAPSHOT_MAGIC)] != SNAPSHOT_MAGIC:
+            raise ValueError("not a lexical snapshot")
+        at = len(SNAPSHOT_MAGIC)
+        n, m = struct.unpack_from("<QQ", data, at)
+        at += 16
+
+        def take(size: int) -> bytes:
+            nonlocal at
+            if at + size > len(data):
+                raise ValueError("a lexical snapshot ends early")
+            out = data[at : at + size]
+            at += size
+            return out
+
+        sids = take(ID_BYTES * n)
+        ids = take(2 * ID_BYTES * n).decode("ascii")
+        lengths = np.frombuffer(take(4 * n), "<u4")
+        blinds = take(ID_BYTES * m)
+        counts = np.frombuffer(take(8 * m), "<u8").astype(np.int64)
+        total = int(counts.sum())
+        docs = np.frombuffer(take(4 * total), "<u4").astype(np.int64)
+        tfs = np.frombuffer(take(4 * total), "<u4").astype(np.float64)
+        if at != len(data) or (total and int(docs.max()) >= n):
+            raise ValueError("a lexical snapshot does not add up")
+        mem = _Postings()
+        for o in range(n):
+            mem._new(sids[ID_BYTES * o : ID_BYTES * (o + 1)], ids[2 * ID_BYTES * o : 2 * ID_BYTES * (o + 1)], 0)
+        mem.length[:n] = lengths
+        ends = np.cumsum(counts)
+        for j in range(m):
+            lo, hi = int(ends[j] - counts[j]), int(ends[j])
+            mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(docs[lo:hi], tfs[lo:hi])
+        self._memory[pid] = mem
+
+    def replace(self, pid: bytes, sid: bytes, text: str | None) -> None:
+        """Document ``sid`` of partition ``pid`` is now ``text`` (None: absent), on disk already: the postings in
+        memory follow (nothing to do when they are not in memory; they are read from disk on first use)."""
+        mem = self._memory.get(pid)
+        if mem is not None:
+            new, length = self._terms(text)
+            mem.change(sid, self._id_of(sid), new, length)
+
+    def forget(self, pid: bytes) -> None:
+        """Drop the partition's postings in memory (read again from disk on first use)."""
+        self._memory.pop(pid, None)
+
     def search(
         self, pid: bytes, query: str, k: int, allowed: AbstractSet[str] | None = None
     ) -> list[tuple[str, float]]:
@@ -377,10 +463,13 @@ class LexicalIndex:
         matched = False
         for term in terms:
             t = mem.terms.get(self._blind(term))
-            if t is None or t.live == 0:
+            if t is None:
                 continue
             docs, tf = t.arrays()
-            idf = bm25_idf(n_docs, t.live)
+            df = int(np.count_nonzero(mem.alive[docs]))
+            if df == 0:
+                continue
+            idf = bm25_idf(n_docs, df)
             dl = mem.length[docs]
             w = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
             scores += np.bincount(docs, weights=w, minlength=n)

@@ -318,7 +318,12 @@ class Store:
             body = raw[4 + hl :]
             (vl,) = struct.unpack(">Q", body[:8])
             views = PartitionViews.load(body[8 : 8 + vl])
-            live.index = self.index_factory.load(body[8 + vl :])
+            (ll,) = struct.unpack(">Q", body[8 + vl : 16 + vl])
+            if ll != head["lexical"]:
+                return False
+            lexical = body[16 + vl : 16 + vl + ll]
+            live.index = self.index_factory.load(body[16 + vl + ll :])
+            self.lexical.load(pid, lexical)
             live.views = views
             live.covered_seq = seq
             live.covered_local = int(head["local"])
@@ -344,6 +349,7 @@ class Store:
             owner.pending.pop(id_, None)
             owner.views.remove(id_)
             owner.dirty = True
+            text = None  # what the partition's postings hold for it now (the journal's last word, on disk)
             if op == OP_PUT:
                 vec = self._load_vector(owner, sid)
                 if vec is not None:
@@ -352,6 +358,8 @@ class Store:
                 current = None if blob is None else self._open_record(sid, blob)
                 if current is not None and not current.tombstone and self.pid_of(partition_of(current)) == pid:
                     owner.views.put(View.of(current))
+                    text = current.text()
+            self.lexical.replace(pid, sid, text)
         self._replay_local()
         for live in self._live.values():
             for view in live.views:
@@ -381,6 +389,7 @@ class Store:
         live.index = self.index_factory.new(live.part.dim)
         live.views = PartitionViews()
         live.pending = {}
+        self.lexical.forget(pid)  # read from disk on first use
         prefix = MEMBER_FIELD + pid
         for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
             sid = key[17:]
@@ -1039,9 +1048,11 @@ class Store:
         for pid, live in self._live.items():
             if not live.dirty:
                 continue
+            lexical = self.lexical.dump(pid)
             head = json.dumps(
                 {
                     "seq": self.seq,
+                    "lexical": len(lexical),
                     "journal": self._journal_digest(self.seq),
                     "local": self.local_writes,
                     "embedder": live.part.embedder,
@@ -1050,7 +1061,15 @@ class Store:
                 }
             ).encode()
             views = live.views.dump()
-            raw = struct.pack(">I", len(head)) + head + struct.pack(">Q", len(views)) + views + live.index.dump()
+            raw = (
+                struct.pack(">I", len(head))
+                + head
+                + struct.pack(">Q", len(views))
+                + views
+                + struct.pack(">Q", len(lexical))
+                + lexical
+                + live.index.dump()
+            )
             aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
             self.blobs.write(self._snapshot_name(pid), crypto.seal(live.key, raw, aad, self.entropy))
             live.covered_seq = self.seq
