@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -70,7 +69,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
-from gaml.node.core.memory.tiers import US_PER_DAY, TierPolicy, tier_at
+from gaml.node.core.memory.tiers import TierPolicy, tier_at
 from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
@@ -441,12 +440,13 @@ class Hydrator:
         """Derived from the node, its journal position, what the caller may use (a grant changes it without a write
         to the journal), the embedder and the request: the same state and request, the same id. Keyed with the node's
         keys: the id goes into every owner's log, and an owner must not be able to test guesses of the goal on it."""
-        usable = 0  # the set's digest: its members' hashes combined, in no order (PartitionViews.digest_of)
+        usable = 0  # the set's digest: its members' keyed hashes combined, in no order (PartitionViews.digest_of)
         for pid, ids in sorted(auth.keep.items()):
             usable ^= self.store.views(pid).digest_of(ids)
         body = canonical_json(
             {
                 "usable": f"{usable:032x}",
+                "usable_count": sum(len(ids) for ids in auth.keep.values()),
                 "embedder": self.node.embedder.id,
                 "node": self.store.node_id,
                 "seq": self.store.seq,
@@ -533,12 +533,13 @@ class Hydrator:
 
     def _profile(self, req: HydrationRequest, auth: Authorized, contradicted: set[str], budget: int) -> dict[str, Any]:
         """The head of the frame: what stands whatever the goal (:func:`node.core.store.views.standing`): the caller's
-        own assets tagged ``remember`` or ``pinned``, then the constraints and policies the caller may use, then the
-        caller's own facts, goals, plans and procedures (and ingested requests and constraints) while the tiers hold
-        them hot (heat or their own recency, at the time of the frame), newest first. Each is shown verbatim when it
-        fits, else as its sentence for the goal, else passed over; what the profile does not spend goes to the goal.
-        Only what the caller may use is considered (privacy before anything), and a profile's lines are not visits:
-        being shown there does not keep an asset hot."""
+        own assets tagged ``remember`` or ``pinned``, then the constraints and policies the caller may use (each class
+        newest first), then the caller's own facts, goals, plans and procedures (and ingested requests and
+        constraints) while the tiers hold them hot (heat or their own recency, at the time of the frame), the most
+        recently created or visited first. Each is shown verbatim when it fits, else as its sentence for the goal,
+        else passed over; what the profile does not spend goes to the goal. Only what the caller may use is
+        considered (privacy before anything), and a profile's lines are not visits: being shown there does not keep
+        an asset hot. The heat class is read from its head only (:meth:`PartitionViews.hot_candidates`)."""
         out: dict[str, Any] = {
             "budget": budget,
             "spent": 0,
@@ -554,8 +555,6 @@ class Hydrator:
             return out
         me = auth.principal.user
         found: list[tuple[int, int, str, View, bytes, str]] = []
-        # A never-visited asset is hot only while its own recency lasts: what was created before this cannot be.
-        since = req.now - math.ceil(self.tiers.half_life_days * US_PER_DAY * math.log2(1.0 / self.tiers.hot_at))
         for pid, ids in auth.keep.items():
             views = self.store.views(pid)
             for id_, why in views.standing.items():
@@ -565,16 +564,18 @@ class Hydrator:
             if req.as_of:  # the heat is today's: a frame as of another time shows only what is pinned or binds
                 continue
             hot = 0
-            for id_ in views.hot_candidates(since):
+            for touched, id_ in views.hot_candidates():  # the most recently created or visited first
+                if (views.peak + 1.0) * self.tiers.decay(req.now - touched) < self.tiers.hot_at:
+                    break  # neither this one nor any after it can still be hot
                 v = views.views[id_]
                 if v.owner_id != me or id_ not in ids or id_ in contradicted:  # another's hot memory is theirs
                     continue
                 if tier_at(v.heat, v.created_at, v.level, False, req.now, self.tiers) is not Tier.HOT:
                     continue
-                found.append((PROFILE_ORDER.index("heat"), -v.created_at, id_, v, pid, "heat"))
+                found.append((PROFILE_ORDER.index("heat"), -touched, id_, v, pid, "heat"))
                 hot += 1
-                if hot >= PROFILE_UNITS and not v.heat.last_access:
-                    break  # the newest are enough: the fresh come newest first, and the profile tries no more
+                if hot == PROFILE_UNITS:
+                    break  # in the order the profile shows them: it tries no more
         found.sort(key=lambda f: f[:3])
         out["considered"] = len(found)
         # Handles in that order (a line passed over leaves its number unused, as in the segments).

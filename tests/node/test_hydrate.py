@@ -534,6 +534,21 @@ def test_only_what_is_new_enough_is_hot_and_the_newest_comes_first() -> None:
     assert len([f for f in h.receipt["facts"] if f["seeded_by"] == "profile"]) <= 32
 
 
+def test_the_heat_class_comes_most_recently_touched_first_and_ties_by_id() -> None:
+    """Past the 32 a profile tries: a fact visited after a burst of new ones comes before them (it was touched
+    last), and where the cut falls among facts made at one time, the smallest ids are the ones kept."""
+    node = build(memory_world())
+    (old,) = node.put([fact("The old ledger fact, visited again.")], LATER - 10**10)
+    burst = node.put([fact(f"Burst note number {n}.") for n in range(60)], LATER - 10**9)
+    a = node.store.get(old)
+    assert node.store.update_local([(old, Tier.HOT, Heat(1, LATER - 10**6, 1.0))]) == 1 and a.heat.visits == 0
+    h = hydrate(node, "qqqq zzzz", 4000, profile=1500)
+    heat = [f["id"] for f in h.receipt["facts"] if f.get("standing") == "heat"]
+    assert heat[0] == old
+    taken = [i for i in heat if i in set(burst)]
+    assert taken == sorted(burst)[: len(taken)] and len(heat) <= 32
+
+
 def test_what_ingestion_gated_never_stands() -> None:
     """A request to remember that carries an injection is gated at ingest, and never heads a frame."""
     node = build(memory_world())

@@ -314,6 +314,8 @@ def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world
     node.put([fact(f"late fact {i} walnut amber") for i in range(10)], NOW)
     assert node.put([fact("early fact 5 walnut amber", entities=["birch"])], NOW + 1) == [ids[5]]  # an edit
     node.delete(ids[7], NOW + 2)
+    moved = node.put([fact("early fact 2 walnut amber", privacy_scope="trusted_devices")], NOW + 3)  # another partition
+    assert moved == [ids[2]]
     assert world.kv is not None
     world.kv.close()  # no checkpoint: the snapshot is older than the journal
     node = world.open_node()
@@ -323,13 +325,17 @@ def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world
     after = {q: node.store.lexical.search(pid, q, 100) for q in queries}
     assert ids[7] not in {i for i, _ in after["early fact 7"]}
     assert ids[5] in {i for i, _ in after["birch"]}
+    assert ids[2] not in {i for i, _ in node.store.lexical.search(pid, "early fact 2", 100)}
+    devices = node.store.pid_of(PartitionRef.parse("trusted_devices|owner:alice"))
+    assert ids[2] in {i for i, _ in node.store.lexical.search(devices, "early fact 2", 100)}
     node.store.lexical.forget(pid)  # read every posting from the store again
     assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
     node.close()
     node = world.open_node()  # from a snapshot that holds them all
     assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
-    assert pid in node.store.lexical._memory  # loaded with the snapshot, not read from the postings
+    assert pid in node.store.lexical._sealed  # loaded with the snapshot (parsed on first use), not read from disk
     assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
+    assert pid in node.store.lexical._memory
     node.close(checkpoint=False)
 
 

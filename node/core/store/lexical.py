@@ -228,6 +228,7 @@ class LexicalIndex:
         # What the staged ops do to documents, in call order: (pid, sid, new terms, new length).
         self._staged_docs: list[tuple[bytes, bytes, dict[bytes, int], int]] = []
         self._memory: dict[bytes, _Postings] = {}
+        self._sealed: dict[bytes, bytes] = {}  # a snapshot's postings, parsed on first use (:meth:`load`)
 
     # -- statistics ------------------------------------------------------------------------------------------------
 
@@ -256,13 +257,15 @@ class LexicalIndex:
         self._committed.update(self._staged)
         self._staged.clear()
         for pid, sid, new, length in self._staged_docs:
+            if pid in self._sealed:
+                self._postings(pid)  # a snapshot's, not parsed yet: parsed now, to take the change
             mem = self._memory.get(pid)
             if mem is not None:
                 mem.change(sid, self._id_of(sid), new, length)
         for pid in {d[0] for d in self._staged_docs}:
             mem = self._memory.get(pid)
-            if mem is not None and mem.stale:
-                del self._memory[pid]
+            if mem is not None and mem.stale:  # compacted in memory: no read of the partition's postings
+                self._memory[pid] = self._parse(self.dump(pid))
         self._staged_docs.clear()
 
     def discard_staged(self) -> None:
@@ -270,6 +273,7 @@ class LexicalIndex:
         for pid in self._staged:
             self._committed.pop(pid, None)
             self._memory.pop(pid, None)
+            self._sealed.pop(pid, None)
         self._staged.clear()
         self._staged_docs.clear()
 
@@ -327,14 +331,19 @@ class LexicalIndex:
 
     # -- search ----------------------------------------------------------------------------------------------------
 
-    def _postings(self, pid: bytes) -> _Postings:
-        """The partition's postings in memory, read from the ``KV`` on first use (one range scan)."""
+    def _postings(self, pid: bytes, *, cache: bool = True) -> _Postings:
+        """The partition's postings in memory: its snapshot's, parsed on first use, else read from the ``KV`` (one
+        range scan); kept (unless ``cache`` is False) for what comes next."""
         mem = self._memory.get(pid)
         if mem is not None:
             return mem
+        sealed = self._sealed.pop(pid, None)
+        if sealed is not None:
+            mem = self._memory[pid] = self._parse(sealed)
+            return mem
         # Ops staged for it may be on disk already (their commit has not reported back): read, but keep only what a
         # commit_staged will bring up to date.
-        keep = not any(d[0] == pid for d in self._staged_docs)
+        keep = cache and not any(d[0] == pid for d in self._staged_docs)
         prefix = POSTING_PREFIX + pid
         mem = _Postings()
         for key, value in self._kv.load_range(SPACE, prefix, prefix_end(prefix)):
@@ -358,7 +367,10 @@ class LexicalIndex:
         """The partition's postings in memory, compacted (live documents only), as bytes for the store's sealed index
         snapshot (:meth:`load` reads them back). Read from the ``KV`` first if they are not in memory."""
         _check_id(pid, "partition id")
-        mem = self._postings(pid)
+        sealed = self._sealed.get(pid)
+        if sealed is not None and pid not in self._memory:
+            return sealed  # as loaded, and not changed since (a change parses it first)
+        mem = self._postings(pid, cache=False)  # a checkpoint does not keep what no search asked for
         live = np.flatnonzero(mem.alive[: mem.count])
         remap = np.full(mem.count, -1, np.int64)
         remap[live] = np.arange(len(live))
@@ -393,11 +405,24 @@ class LexicalIndex:
         )
 
     def load(self, pid: bytes, data: bytes) -> None:
-        """Hold the partition's postings as :meth:`dump` wrote them (its snapshot's; the store replays the journal
-        after it with :meth:`replace`). Raises ``ValueError`` on a malformed blob (the store then rebuilds)."""
+        """Hold the partition's postings as :meth:`dump` wrote them (its snapshot's, parsed on first use; the store
+        replays the journal after it with :meth:`replace`). Raises ``ValueError`` on a blob that is not one (the
+        store then rebuilds); one malformed inside is found when parsed, and raises :class:`StoreCorrupt`."""
         _check_id(pid, "partition id")
-        if data[: len(SNAPSHOT_MAGIC)] != SNAPSHOT_MAGIC:
+        if data[: len(SNAPSHOT_MAGIC)] != SNAPSHOT_MAGIC or len(data) < len(SNAPSHOT_MAGIC) + 16:
             raise ValueError("not a lexical snapshot")
+        self._memory.pop(pid, None)
+        self._sealed[pid] = data
+
+    @staticmethod
+    def _parse(data: bytes) -> _Postings:
+        try:
+            return LexicalIndex._parse_blob(data)
+        except (ValueError, struct.error) as e:
+            raise StoreCorrupt(f"the lexical postings of an index snapshot do not parse: {e}") from None
+
+    @staticmethod
+    def _parse_blob(data: bytes) -> _Postings:
         at = len(SNAPSHOT_MAGIC)
         n, m = struct.unpack_from("<QQ", data, at)
         at += 16
@@ -428,11 +453,13 @@ class LexicalIndex:
         for j in range(m):
             lo, hi = int(ends[j] - counts[j]), int(ends[j])
             mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(docs[lo:hi], tfs[lo:hi])
-        self._memory[pid] = mem
+        return mem
 
     def replace(self, pid: bytes, sid: bytes, text: str | None) -> None:
         """Document ``sid`` of partition ``pid`` is now ``text`` (None: absent), on disk already: the postings in
         memory follow (nothing to do when they are not in memory; they are read from disk on first use)."""
+        if pid in self._sealed:
+            self._postings(pid)  # parsed now, to take the change
         mem = self._memory.get(pid)
         if mem is not None:
             new, length = self._terms(text)
@@ -441,6 +468,7 @@ class LexicalIndex:
     def forget(self, pid: bytes) -> None:
         """Drop the partition's postings in memory (read again from disk on first use)."""
         self._memory.pop(pid, None)
+        self._sealed.pop(pid, None)
 
     def search(
         self, pid: bytes, query: str, k: int, allowed: AbstractSet[str] | None = None

@@ -208,6 +208,7 @@ class Store:
             raise WrongKey(f"the keychain has no node master key: {e}") from e
         self._meta_key = crypto.derive_key(master, crypto.META_KEY_TAG)
         self._blind_key = crypto.derive_key(master, crypto.BLIND_INDEX_TAG)
+        self._digest_key = crypto.keyed_hash(self._blind_key, b"views:digest")  # the views' id hashes
         self._pid_key = crypto.derive_key(master, crypto.PARTITION_ID_TAG)
         self._ids = crypto.IdCipher(crypto.derive_key(master, crypto.STORAGE_ID_TAG))
         self._live: dict[bytes, _Live] = {}
@@ -279,7 +280,9 @@ class Store:
             except DecryptionFailed as e:
                 raise StoreCorrupt(f"partition descriptor {key!r} does not open") from e
             pkey = self.keychain.get(part.key_ref)
-            self._live[part.pid] = _Live(part, pkey, self.index_factory.new(part.dim), {}, 0)
+            self._live[part.pid] = _Live(
+                part, pkey, self.index_factory.new(part.dim), {}, 0, views=PartitionViews(self._digest_key)
+            )
             self._by_name[part.ref.name] = part.pid
 
     def _snapshot_name(self, pid: bytes) -> str:
@@ -317,7 +320,7 @@ class Store:
                 return False
             body = raw[4 + hl :]
             (vl,) = struct.unpack(">Q", body[:8])
-            views = PartitionViews.load(body[8 : 8 + vl])
+            views = PartitionViews.load(body[8 : 8 + vl], self._digest_key)
             (ll,) = struct.unpack(">Q", body[8 + vl : 16 + vl])
             if ll != head["lexical"]:
                 return False
@@ -387,7 +390,7 @@ class Store:
         """Rebuild a partition's index and views from its records and vectors (the database is the truth)."""
         pid = live.part.pid
         live.index = self.index_factory.new(live.part.dim)
-        live.views = PartitionViews()
+        live.views = PartitionViews(self._digest_key)
         live.pending = {}
         self.lexical.forget(pid)  # read from disk on first use
         prefix = MEMBER_FIELD + pid
@@ -456,7 +459,7 @@ class Store:
             self.keychain.put(part.key_ref, key)  # durable before anything is sealed under it
         name = b"partition/" + part.pid
         self.kv.commit([Put("meta", name, self.seal_meta(name, part.to_json()))])
-        self._live[part.pid] = _Live(part, key, index, {}, self.seq)
+        self._live[part.pid] = _Live(part, key, index, {}, self.seq, views=PartitionViews(self._digest_key))
         self._by_name[ref.name] = part.pid
         return part
 

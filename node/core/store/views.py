@@ -15,8 +15,8 @@ that carries them is sealed) with the groupings that make authorization cheap:
   derivatives by what they derive from, ids by lower-cased entity and by goal, and what contradicts an asset. These
   hold ids only; whether the caller may use one is decided by the same authorized set as everything else.
 - what may stand in a frame's profile, whatever the goal (:func:`standing`): ``standing`` (pinned or binding, by
-  why); the heat class by whether it was ever visited: ``fresh`` (never: hot only while new, so kept in order of
-  creation, and a frame reads only the newest) and ``heated`` (visited: hot while its visits are recent).
+  why), and the heat class in ``touched`` order: by when each was last created or visited, newest first. Its heat
+  cannot exceed (its score + 1) halved for every half-life since then, so a frame reads only the head of it.
 
 A view also carries the asset's heat (local, unsigned state: :meth:`node.core.store.store.Store.update_local` keeps it
 current), so that what is hot now can be told without opening a record.
@@ -197,7 +197,8 @@ _ENUMS: Final = {
 
 
 class PartitionViews:
-    def __init__(self) -> None:
+    def __init__(self, key: bytes = b"") -> None:
+        self.key = key  # keys the ids' hashes of the digest (the store's; none in a bare index)
         self.views: dict[str, View] = {}
         self.groups: dict[Signature, set[str]] = {}
         self.readers: dict[str, set[str]] = {}
@@ -212,10 +213,10 @@ class PartitionViews:
         self.goals: dict[str, set[str]] = {}
         self.contradicted: dict[str, set[str]] = {}
         self.standing: dict[str, str] = {}  # id -> "pinned" or "binding" (:func:`standing`)
-        self.fresh: SortedList = SortedList()  # (created_at, id) of the heat class, never visited
-        self.heated: set[str] = set()  # ids of the heat class that were visited
-        # A digest of a set of ids, in no order: each id's hash, combined by XOR (the whole partition's kept as it
-        # changes), so that a caller's set is told from another without sorting it (a receipt's id).
+        self.touched: SortedList = SortedList()  # (-last touched, id) of the heat class: newest first, ties by id
+        self.peak = 0.0  # the highest heat score the heat class has had (a bound for what can still be hot)
+        # A digest of a set of ids, in no order: each id's keyed hash, combined by XOR (the whole partition's kept as
+        # it changes), so that a caller's set is told from another without sorting it (a receipt's id).
         self.hashes: dict[str, int] = {}
         self.digest = 0
 
@@ -231,7 +232,7 @@ class PartitionViews:
     def put(self, v: View) -> None:
         self.remove(v.id)
         self.views[v.id] = v
-        h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16).digest())
+        h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16, key=self.key).digest())
         self.digest ^= h
         self.groups.setdefault(v.signature, set()).add(v.id)
         for key in _reader_keys(v):
@@ -253,10 +254,8 @@ class PartitionViews:
             self.entities.setdefault(e, set()).add(v.id)
         why = standing(v)
         if why == "heat":
-            if v.heat.last_access:
-                self.heated.add(v.id)
-            else:
-                self.fresh.add((v.created_at, v.id))
+            self.touched.add((-_touched(v), v.id))
+            self.peak = max(self.peak, v.heat.score)
         elif why:
             self.standing[v.id] = why
 
@@ -287,8 +286,7 @@ class PartitionViews:
         for e in {e.lower() for e in v.entities}:
             _discard(self.entities, e, id_)
         self.standing.pop(id_, None)
-        self.heated.discard(id_)
-        self.fresh.discard((v.created_at, id_))
+        self.touched.discard((-_touched(v), id_))
         return v
 
     def digest_of(self, ids: AbstractSet[str]) -> int:
@@ -301,13 +299,11 @@ class PartitionViews:
             out ^= hashes[i]
         return out
 
-    def hot_candidates(self, since: int) -> Iterator[str]:
-        """What of the heat class may be hot: the never-visited created at ``since`` or later, newest first (one
-        created before cannot be, when ``since`` is where its own recency falls below the tiers' hot mark), then
-        every visited one."""
-        for _, id_ in self.fresh.irange((since, ""), reverse=True):
-            yield id_
-        yield from sorted(self.heated)
+    def hot_candidates(self) -> Iterator[tuple[int, str]]:
+        """The heat class as ``(last touched, id)``, the most recently created or visited first (ties by id): a
+        reader stops where even :attr:`peak` + 1, decayed since then, is under the hot mark."""
+        for minus, id_ in self.touched:
+            yield -minus, id_
 
     def expired(self, now: int) -> set[str]:
         return {i for i, t in self.expiring.items() if now >= t}
@@ -316,11 +312,15 @@ class PartitionViews:
         return orjson.dumps([self.views[i].to_json() for i in sorted(self.views)])
 
     @classmethod
-    def load(cls, data: bytes) -> PartitionViews:
-        pv = cls()
+    def load(cls, data: bytes, key: bytes = b"") -> PartitionViews:
+        pv = cls(key)
         for row in orjson.loads(data):
             pv.put(View.from_json(row))
         return pv
+
+
+def _touched(v: View) -> int:
+    return max(v.created_at, v.heat.last_access)
 
 
 def _discard(table: dict[str, Any], key: str, id_: str) -> None:
