@@ -140,7 +140,9 @@ def story_the_profile_heads_every_frame(doors: Doors) -> list[Any]:
         doors.alice.hydrate("what should I cook tonight", 600, profile=500)
     with pytest.raises(InvalidInput):
         doors.alice.hydrate("what should I cook tonight", 600, profile=-1)
-    return [standing, masked(r["profile"])]
+    # The profile's budget is a tenth of what the envelope leaves: the envelope's tokens vary with the receipt id,
+    # a keyed hash that differs from node to node, so only what the profile holds is compared.
+    return [standing, {k: r["profile"][k] for k in ("facts", "considered")}]
 
 
 def story_grant_opens_a_slice_and_revoke_closes_it(doors: Doors) -> list[Any]:
