@@ -40,14 +40,16 @@ excluded ones included: it is a statistic of the partition, identical for every 
 about which documents the filter excluded (a ``df`` counted after filtering would). Results are the best ``k``, by
 score descending then ``sid`` ascending.
 
-Postings in memory. A search does not read the ``KV``: each partition's postings are read once (one range scan, on
-the partition's first search) into memory, per term as arrays of document ordinals and term frequencies, and kept in
-step with every committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the
-partitions touched, to be read again from disk). A changed or removed document's ordinal is retired (a live mask), a
-new version gets a new ordinal; when retired ordinals outnumber live ones the partition is read again. Scoring is
-vectorised over the query terms' postings (numpy, float64, in the same order of operations as the formula above, so
-scores are the same numbers a posting-by-posting loop gives). Nothing of this is written anywhere: the terms are
-the blinded keys, in memory only.
+Postings in memory. A search does not read the ``KV``: each partition's postings are held in memory, per term as
+arrays of document ordinals and term frequencies. They come from the store's sealed index snapshot (:meth:`dump`,
+:meth:`load`; parsed on the partition's first search, and the journal after the snapshot replayed into them with
+:meth:`replace`), else from one range scan of the partition's postings on its first search. They are kept in step
+with every committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the
+partitions touched, to be read again from disk). A changed or removed document's ordinal is retired (a live mask; a
+term's ``df`` counts its live postings), a new version gets a new ordinal; when retired ordinals outnumber live ones
+the partition is compacted in memory. Scoring is vectorised over the query terms' postings (numpy, float64, in the
+formula's order of operations). Nothing of this is written in the clear: the terms are the blinded keys, and the
+snapshot is sealed with the partition's key.
 
 The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
 change several documents of a partition, so ``doc_ops`` cannot read the statistics from disk for each of them. The
