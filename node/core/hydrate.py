@@ -585,35 +585,14 @@ class Hydrator:
         ]
         why_of = {f[2]: f[5] for f in found[:PROFILE_UNITS]}
         self._represent(req.goal, units, auth.keep, me)
-        used = header_tokens
+        used = self._place(units, {}, header_tokens, budget, _focus_levels)  # one list, no source headers
         for u in units:
-            for lv in (0, 1):
-                r = u.reps[lv]
-                if r is not None and used + r.tokens <= budget:
-                    u.level = lv
-                    used += r.tokens
-                    break
             if u.level < 0:
                 continue
             out["units"].append(u)
             out["ids"].add(u.key)
             out["lines"].append(_rep(u).line)
-            out["facts"].append(
-                {
-                    "handle": u.handle,
-                    "id": _rep(u).asset_id,
-                    "unit": u.key,
-                    "kind": u.kind,
-                    "segment": "",
-                    "level": LEVEL_NAMES[u.level],
-                    "seeded_by": "profile",
-                    "standing": why_of[u.key],
-                    "distance": 0,
-                    "score": 0.0,
-                    "tokens": _rep(u).tokens,
-                    "covers": list(_rep(u).covers),
-                }
-            )
+            out["facts"].append({**_fact(u, ""), "standing": why_of[u.key]})
         if out["units"]:
             out["lines"].insert(0, PROFILE_HEADER)
             out["spent"] = used
@@ -711,22 +690,7 @@ class Hydrator:
             lines += [_rep(u).line for u in members]
         if closing:
             lines.append(closing)
-        facts = [
-            {
-                "handle": u.handle,
-                "id": _rep(u).asset_id,
-                "unit": u.key,
-                "kind": u.kind,
-                "segment": seg.name,
-                "level": LEVEL_NAMES[u.level],
-                "seeded_by": u.seeded_by,
-                "distance": u.distance,
-                "score": round(u.score, 6),
-                "tokens": _rep(u).tokens,
-                "covers": list(_rep(u).covers),
-            }
-            for u in sorted(kept, key=lambda u: int(u.handle[1:]))
-        ]
+        facts = [_fact(u, seg.name) for u in sorted(kept, key=lambda u: int(u.handle[1:]))]
         return {
             "path": path,
             "fallback": fallback,
@@ -1144,6 +1108,24 @@ class Hydrator:
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------------
+
+
+def _fact(u: _Unit, segment: str) -> dict[str, Any]:
+    """A shown unit's entry in the receipt."""
+    r = _rep(u)
+    return {
+        "handle": u.handle,
+        "id": r.asset_id,
+        "unit": u.key,
+        "kind": u.kind,
+        "segment": segment,
+        "level": LEVEL_NAMES[u.level],
+        "seeded_by": u.seeded_by,
+        "distance": u.distance,
+        "score": round(u.score, 6),
+        "tokens": r.tokens,
+        "covers": list(r.covers),
+    }
 
 
 def _minus(ids: set[str], gone: set[str]) -> set[str]:

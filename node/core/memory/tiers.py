@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from gaml.node.core.store.views import HEAT_KINDS, STANDING_TAGS
 from gaml.policy.errors import InvalidInput, UnknownEnumValue
 from gaml.policy.model import Asset, AssetType, Heat, Level, Tier
 
@@ -30,7 +31,7 @@ US_PER_DAY: Final = 86_400 * 1_000_000
 # How much one visit at a level adds to heat: reading verbatim is the deepest interaction.
 DEPTH: Final[Mapping[Level, float]] = {Level.L0: 1.0, Level.L1: 0.6, Level.L2: 0.4, Level.L3: 0.2}
 CRITICAL_TYPES: Final = frozenset({AssetType.CONSTRAINT, AssetType.POLICY, AssetType.GOAL})
-CRITICAL_TAGS: Final = frozenset({"remember", "pinned"})
+CRITICAL_TAGS: Final = STANDING_TAGS  # what a user asked to keep; views' HEAT_KINDS: ingested requests, constraints
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -132,8 +133,7 @@ def is_critical(asset: Asset) -> bool:
         asset.asset_type in CRITICAL_TYPES
         or bool(CRITICAL_TAGS & set(asset.tags))
         or asset.level is Level.L3
-        or "kind:goal" in asset.tags
-        or "kind:constraint" in asset.tags
+        or bool(HEAT_KINDS.intersection(asset.tags))
     )
 
 
