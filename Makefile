@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-replication bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-replication bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -83,6 +83,12 @@ bench-ingest: $(STAMP) ## LoCoMo dev set: parse, ingest, curate (EMBEDDER=both, 
 
 bench-grpc: $(STAMP) ## Hydrate p50/p99 and Put throughput over gRPC (Unix socket, mTLS) vs in-process at N assets; writes bench/results/
 	$(BIN)/python -m gaml.bench.grpc_bench --n $(N) --seed $(SEED) --out bench/results
+
+SCALE_NS ?= 10000,100000,1000000
+SCALE_MINILM_N ?= 100000
+bench-scale: $(STAMP) ## one user's memory at SCALE_NS assets through the daemon (hash embedder), then SCALE_MINILM_N with MiniLM (0: none), against raw hnswlib and bm25s; writes bench/results/scale*
+	$(BIN)/python -m gaml.bench.scale_bench --ns $(SCALE_NS) --seed $(SEED) --out bench/results
+	if [ "$(SCALE_MINILM_N)" != 0 ]; then $(BIN)/python -m gaml.bench.scale_bench --ns $(SCALE_MINILM_N) --embedder minilm --seed $(SEED) --out bench/results; fi
 
 bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
 	$(BIN)/python -m gaml.bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results

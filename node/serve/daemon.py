@@ -10,6 +10,10 @@ One process, three lanes, no shared Python state:
   call of the core runs there, one at a time, so the core stays single-threaded and synchronous as it is written,
   while its blocking work (embedding, index builds, synced RocksDB writes) never blocks the loop. A call whose deadline
   passes while it waits in the lane is dropped before it starts; one that started finishes atomically.
+  Between calls the lane also **indexes in the background**: vectors written since the last checkpoint move into
+  their HNSW index in steps of ``INDEX_CHUNK`` once no call has run for ``INDEX_IDLE_S`` (or, while more than
+  ``INDEX_BACKLOG`` wait, between calls), so search stops paying the exact scan over unindexed vectors without a
+  restart. Each step is short, so a call waits at most one step.
 - gRPC's own C threads, which hold no GAML state.
 
 **Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
@@ -93,6 +97,10 @@ _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
 PRIVATE_PREFIX: Final = "gaml-"  # the gRPC server's private directory: TMPDIR/gaml-<pid>-<random>
 _PRIVATE_NAME: Final = re.compile(r"gaml-([0-9]+)-[A-Za-z0-9_]+")
 _INTERNAL_SOCKET: Final = "grpc.sock"
+INDEX_CHUNK: Final = 512  # vectors per background indexing step (a fraction of a second of hnswlib inserts)
+INDEX_IDLE_S: Final = 0.2  # a step runs once the lane has had no call for this long, …
+INDEX_BACKLOG: Final = 65_536  # … or, while this many vectors wait, between calls
+INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
 
 log = logging.getLogger("gaml.daemon")
 
@@ -170,8 +178,16 @@ class CoreLane:
     def __init__(self) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gaml-core")
         self.busy_s = 0.0
+        self.queued = 0  # foreground work queued or running (calls, replication), not background indexing
+        self.last_active = 0.0  # time.monotonic() when foreground work last started or ended
+        self._count = threading.Lock()  # submit() counts from the loop thread and uncounts on the core thread
 
-    async def run(self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
+    def _foreground(self, started: bool) -> None:
+        with self._count:
+            self.queued += 1 if started else -1
+            self.last_active = time.monotonic()
+
+    async def run(self, fn: Callable[[], T], *, deadline: float | None = None, background: bool = False) -> T:
         def job() -> T:
             if deadline is not None and time.monotonic() >= deadline:
                 raise DeadlineExceeded("the deadline passed while the call waited for the node; nothing was done")
@@ -181,7 +197,13 @@ class CoreLane:
             finally:
                 self.busy_s += time.perf_counter() - t0
 
-        return await asyncio.get_running_loop().run_in_executor(self._pool, job)
+        if background:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, job)
+        self._foreground(True)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, job)
+        finally:
+            self._foreground(False)
 
     def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
         """Queue ``fn`` on the core thread from anywhere (the trio side waits on the future its own way)."""
@@ -192,8 +214,14 @@ class CoreLane:
                 return fn()
             finally:
                 self.busy_s += time.perf_counter() - t0
+                self._foreground(False)
 
+        self._foreground(True)
         return self._pool.submit(job)
+
+    def idle(self, for_s: float) -> bool:
+        """No foreground work queued, and none for ``for_s`` seconds."""
+        return self.queued == 0 and time.monotonic() - self.last_active >= for_s
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -326,6 +354,8 @@ class Daemon:
         self._private: Path | None = None
         self._socket_ino: int | None = None
         self._stopping = False
+        self._indexer: asyncio.Task[None] | None = None
+        self.indexed_in_background = 0  # vectors the background indexer moved into their indexes
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -410,12 +440,46 @@ class Daemon:
                 principal=self.local_principal,
                 node_id=self.service.node.node_id[:16],
             )
+            self._indexer = asyncio.create_task(self._index_in_background(), name="gaml-indexer")
             self._ready.set()
             await self._stop.wait()
             _event("stopping", grace_s=self.opts.grace_s)
         finally:
             self._stopping = True
             await self._shutdown(server, health)
+
+    async def _index_in_background(self) -> None:
+        """Move unindexed vectors into their partition indexes, ``INDEX_CHUNK`` at a time, while the lane is idle
+        (or between calls while the backlog is over ``INDEX_BACKLOG``). Logs ``indexed`` when a backlog is gone."""
+        svc = self.service
+        assert svc is not None
+        store = svc.node.store
+
+        def step() -> tuple[int, int]:
+            return store.catch_up(INDEX_CHUNK), store.pending()
+
+        left, seen, run_moved, run_t0 = -1, -1.0, 0, 0.0  # left -1: not known yet
+        while True:
+            nothing_new = left == 0 and self.lane.last_active == seen
+            if nothing_new or not (self.lane.idle(INDEX_IDLE_S) or left >= INDEX_BACKLOG):
+                await asyncio.sleep(INDEX_POLL_S)
+                continue
+            mark = self.lane.last_active
+            try:
+                moved, left = await self.lane.run(step, background=True)
+            except Exception as e:  # a failing step must not take the service down; the next checkpoint retries
+                _event("index failed", logging.ERROR, error=f"{type(e).__name__}: {e}")
+                left, seen = 0, mark
+                continue
+            if moved and not run_moved:
+                run_t0 = time.monotonic()
+            run_moved += moved
+            self.indexed_in_background += moved
+            if left == 0:
+                seen = mark
+                if run_moved:
+                    _event("indexed", vectors=run_moved, s=round(time.monotonic() - run_t0, 3))
+                run_moved = 0
 
     async def _start_p2p(self) -> list[str]:
         assert self.replicator is not None
@@ -519,6 +583,10 @@ class Daemon:
         write_atomic(p, json.dumps(info).encode(), mode=0o600)
 
     async def _shutdown(self, server: grpc.aio.Server | None, health: HealthServicer) -> None:
+        if self._indexer is not None:
+            self._indexer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._indexer
         if self._gate is not None:
             self._gate.close()  # no new connections
             with contextlib.suppress(FileNotFoundError):
@@ -546,7 +614,12 @@ class Daemon:
                 for path in (info_path(self.home), replication_path(self.home)):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
-            _event("stopped", calls=self.calls, core_busy_s=round(self.lane.busy_s, 3))
+            _event(
+                "stopped",
+                calls=self.calls,
+                core_busy_s=round(self.lane.busy_s, 3),
+                indexed_in_background=self.indexed_in_background,
+            )
 
     # -- the Unix-socket gate ---------------------------------------------------------------------------------------
 

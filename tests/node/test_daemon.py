@@ -38,7 +38,7 @@ from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.text.parsers import parse
 from gaml.node.serve.client import Client
-from gaml.node.serve.daemon import Daemon, info_path
+from gaml.node.serve.daemon import INDEX_CHUNK, Daemon, info_path
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
@@ -905,6 +905,21 @@ def test_trio_runs_as_a_guest_on_the_daemons_loop(node: Served) -> None:
     with pytest.raises(ValueError, match="raised in trio"):
         asyncio.run_coroutine_threadsafe(d.trio.call(fails), d._loop).result(WAIT_S)
     assert d.trio.running
+
+
+def test_vectors_put_through_the_daemon_are_indexed_in_the_background_without_a_restart() -> None:
+    """Vectors written since the last checkpoint move into their HNSW index while the daemon is idle, in several
+    steps (more vectors than one step takes), logged once as ``indexed``; search finds them as before."""
+    n = 2 * INDEX_CHUNK + 7
+    with daemon_log() as log, served() as s, unix_client(s.home) as c:
+        ids = c.put([fact(f"background indexing fact {i}: the kettle {i} boils") for i in range(n)])
+        event = log.wait_for(lambda e: e["event"] == "indexed")
+        assert event["vectors"] == n and event["s"] >= 0
+        st = c.status()
+        assert st["pending"] == 0 and st["indexed"] >= n
+        assert s.daemon.indexed_in_background == n
+        hits = c.search(f"background indexing fact {n - 1}: the kettle {n - 1} boils", mode=2)
+        assert hits and hits[0]["id"] == ids[-1]
 
 
 # -- 8. graceful shutdown ----------------------------------------------------------------------------------------------
