@@ -466,7 +466,7 @@ class Hydrator:
         )
         return "r_" + self.store.mac(b"receipt", body.encode())[:10].hex()
 
-    def _in_segment(self, pid: bytes, ids: set[str], name: str, named: set[str]) -> set[str]:
+    def _in_segment(self, pid: bytes, ids: AbstractSet[str], name: str, named: set[str]) -> AbstractSet[str]:
         """Those of a partition's ``ids`` that belong to segment ``name`` (``*``: to no segment the plane names)."""
         views = self.store.views(pid).views
         if name == "*":
@@ -489,7 +489,7 @@ class Hydrator:
     def _contradicted(self, auth: Authorized) -> set[str]:
         """Authorized assets that a later authorized asset of the same owner contradicts: they are resolved out of the
         frame (another principal's claim never silences an owner's memory)."""
-        every = set().union(*auth.keep.values()) if auth.keep else set()
+        keeps = list(auth.keep.values())
         out = set()
         for pid, ids in auth.keep.items():
             views = self.store.views(pid)
@@ -500,7 +500,7 @@ class Hydrator:
                 for other in by:
                     w = self.store.view(other)
                     if (
-                        other in every
+                        any(other in k for k in keeps)
                         and w is not None
                         and w.owner_id == v.owner_id
                         and (w.created_at, w.id) >= (v.created_at, v.id)
@@ -608,7 +608,7 @@ class Hydrator:
         query: Query,
         seg: Segment,
         auth: Authorized,
-        keep: dict[bytes, set[str]],
+        keep: dict[bytes, AbstractSet[str]],
         handles_from: int,
         titled: bool,
         shown: AbstractSet[str] = frozenset(),
@@ -706,7 +706,7 @@ class Hydrator:
 
     # -- jump ------------------------------------------------------------------------------------------------------
 
-    def _jump(self, rel: Relevance, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
+    def _jump(self, rel: Relevance, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit]) -> None:
         """Each ranked hit joins the unit it stands for; a unit's score is its best hit plus a share of the others. A
         hit scores by its dense and lexical ranks fused with :data:`RRF_K`."""
         fused: dict[str, float] = {}
@@ -725,7 +725,7 @@ class Hydrator:
             scores.sort(reverse=True)
             units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
 
-    def _context(self, units: dict[str, _Unit], keep: dict[bytes, set[str]]) -> None:
+    def _context(self, units: dict[str, _Unit], keep: dict[bytes, AbstractSet[str]]) -> None:
         """An item gains :data:`CONTEXT_SHARE` of the score of the item before it in its source (the same goal): an
         answer often shares no word with the goal, while the question it answers does."""
         base = {key: u.score for key, u in units.items()}
@@ -772,7 +772,7 @@ class Hydrator:
                 u.empty = _says_nothing(display_text(asset))
             u.checked = True
 
-    def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, set[str]]) -> _Unit | None:
+    def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, AbstractSet[str]]) -> _Unit | None:
         views = self.store.views(pid)
         v = views.views[id_]
         if v.is_item:
@@ -801,7 +801,7 @@ class Hydrator:
             return _Unit(v.id, "asset", pid, v, 0.0, "relevance", 0)
         return None  # a derivative whose sources this caller may not see, or of several items but no rung
 
-    def _recent(self, keep: dict[bytes, set[str]], units: dict[str, _Unit], n: int) -> None:
+    def _recent(self, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit], n: int) -> None:
         """Recency seeding: the newest items (and standalone assets), newest first."""
         every = []
         for pid, ids in keep.items():
@@ -812,7 +812,7 @@ class Hydrator:
             kind = "item" if v.is_item else "asset"
             units[v.id] = _Unit(v.id, kind, pid, v, 1.0 / (60 + rank + 1), "recency", 0)
 
-    def _goal_matches(self, goal: str, keep: dict[bytes, set[str]], units: dict[str, _Unit], n: int) -> None:
+    def _goal_matches(self, goal: str, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit], n: int) -> None:
         words = _content_words(goal)
         if not words:
             return
@@ -840,7 +840,7 @@ class Hydrator:
                 if u.score < score:
                     u.score, u.seeded_by = score, "goal_match"
 
-    def _walk(self, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
+    def _walk(self, walk: Walk, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit]) -> None:
         frontier = sorted((u for u in units.values() if u.distance == 0 and u.kind == "item"), key=_priority)
         for u in frontier:
             if walk.neighbours:
@@ -865,7 +865,7 @@ class Hydrator:
             return u
         return None
 
-    def _neighbours(self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit]) -> None:
+    def _neighbours(self, u: _Unit, walk: Walk, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit]) -> None:
         views = self.store.views(u.pid)
         ids = keep.get(u.pid, set())
         order = sorted(views.sources.get(u.view.source_id, {}).items(), key=lambda x: (x[1], x[0]))
@@ -880,7 +880,7 @@ class Hydrator:
                         self._join(units, v, u.pid, u.score * walk.decay**step, "arc_neighbour", 1)
 
     def _entity_walk(
-        self, u: _Unit, walk: Walk, keep: dict[bytes, set[str]], units: dict[str, _Unit], hop: int
+        self, u: _Unit, walk: Walk, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit], hop: int
     ) -> list[_Unit]:
         views = self.store.views(u.pid)
         ids = keep.get(u.pid, set())
@@ -920,7 +920,7 @@ class Hydrator:
     # -- levels ----------------------------------------------------------------------------------------------------
 
     def _represent(
-        self, goal: str, units: Sequence[_Unit], keep: Mapping[bytes, set[str]], reader: str
+        self, goal: str, units: Sequence[_Unit], keep: Mapping[bytes, AbstractSet[str]], reader: str
     ) -> dict[str, _Group]:
         """Fill each unit's levels (lines and tokens); the source groups they render under.
         A line of memory that is not ``reader``'s own says whose it is (:func:`whose`).
@@ -928,12 +928,16 @@ class Hydrator:
         An item's facts and summary are used only when they are in ``keep`` themselves (authorized for the caller,
         and neither superseded, expired nor contradicted)."""
         need: list[str] = []
-        allowed = set().union(*keep.values()) if keep else set()  # an arc's items may lie in other partitions
+        keeps = list(keep.values())  # an arc's items may lie in other partitions
+
+        def allowed(id_: str) -> bool:
+            return any(id_ in k for k in keeps)
+
         facts_of: dict[str, list[str]] = {}
         summary_of: dict[str, str] = {}
         for u in units:
             if u.kind == "arc":
-                u.covers = tuple(i for i in u.view.derived_from if i in allowed)  # only items the caller may use
+                u.covers = tuple(i for i in u.view.derived_from if allowed(i))  # only items the caller may use
                 need += [*u.members, *u.covers[:1]]  # the first of them: its source's title
                 continue
             need.append(u.key)
@@ -942,7 +946,7 @@ class Hydrator:
             views = self.store.views(u.pid)
             for d in sorted(views.derivatives.get(u.key, ())):
                 w = views.views.get(d)
-                if w is None or w.derived_from != (u.key,) or d not in allowed or w.owner_id != u.view.owner_id:
+                if w is None or w.derived_from != (u.key,) or not allowed(d) or w.owner_id != u.view.owner_id:
                     continue  # another principal's "summary" of an item never speaks for it
                 if w.asset_type is AssetType.FACT:
                     facts_of.setdefault(u.key, []).append(d)
@@ -1074,9 +1078,9 @@ class Hydrator:
     # -- the access log --------------------------------------------------------------------------------------------
 
     def _log(self, req: HydrationRequest, auth: Authorized, receipt: Mapping[str, Any], shown: Sequence[_Unit]) -> None:
-        via: dict[str, str] = {}
-        for ids in auth.auth.values():
-            via.update(ids)
+        def via(id_: str) -> str | None:  # how the caller was authorized for an id (no copy of the whole set)
+            return next((a[id_] for a in auth.auth.values() if id_ in a), None)
+
         items = []
         reads = []
         for u in shown:
@@ -1090,7 +1094,7 @@ class Hydrator:
                         "id": r.asset_id,
                         "level": LEVEL_NAMES[u.level].lower(),
                         "path": u.seeded_by,
-                        "via": via.get(r.asset_id, via.get(u.key, "")),
+                        "via": via(r.asset_id) or via(u.key) or "",
                         "handle": u.handle,
                         "tokens": r.tokens,
                     },
@@ -1128,7 +1132,7 @@ def _fact(u: _Unit, segment: str) -> dict[str, Any]:
     }
 
 
-def _minus(ids: set[str], gone: set[str]) -> set[str]:
+def _minus(ids: AbstractSet[str], gone: set[str]) -> AbstractSet[str]:
     return ids - gone if gone and not gone.isdisjoint(ids) else ids
 
 

@@ -217,6 +217,46 @@ def test_supersession_and_as_of() -> None:
     assert valid[0] in {h.asset.id for h in node.search("porto", "alice", now, as_of=NOW + 1)}
 
 
+def test_cached_audience_decisions_follow_every_change_of_the_partition() -> None:
+    """Audience decisions are made once per policy group and reused (node.access.retrieve caches them per
+    partition, principal, purpose and location): a put into a new policy group, a put into an allowed one, a
+    delete, and retention running out are each seen by the very next search, for the reader and the refused alike."""
+    node = node_for_tests()
+    gov = node.governance
+    alice = gov.add_principal(Principal("alice", tenants=frozenset({"acme"})))
+    dave = gov.add_principal(Principal("dave"))
+
+    def fact(text: str, **kw: Any) -> dict[str, Any]:
+        return {
+            "asset_type": "fact",
+            "payload": {"text": text},
+            "owner_id": "bob",
+            "privacy_scope": "tenant_private",
+            "tenant_scope": "acme",
+            **kw,
+        }
+
+    def found(p: Principal, purpose: Permission = Permission.READ, now: int = NOW) -> set[str]:
+        req = SearchRequest("tea budget", p.id, purpose, now, k=50, mode="lexical")
+        return {r.asset.id for r in node.retriever.search(req, log=False).results}
+
+    (one,) = node.put([fact("tea budget one")], NOW)
+    assert found(alice) == {one} and found(dave) == set()
+    cached = len(node.retriever._decided)
+    assert cached >= 1
+    (two,) = node.put([fact("tea budget two")], NOW)  # the same policy group
+    (three,) = node.put([fact("tea budget three", export_policy="allowed")], NOW)  # a new group
+    assert found(alice) == {one, two, three} and found(dave) == set()
+    assert found(alice, Permission.EXPORT) == {three}  # another purpose, decided on its own
+    node.delete(two, NOW, by="bob")
+    assert found(alice) == {one, three}
+    (brief,) = node.put([fact("tea budget brief", retention_policy=Retention(ttl_seconds=3600))], NOW)
+    assert found(alice) == {one, three, brief}
+    assert found(alice, now=NOW + 2 * HOUR) == {one, three}  # past its retention, with the decision cached
+    assert found(alice) == {one, three, brief}
+    assert found(dave, now=NOW + 2 * HOUR) == set()
+
+
 def test_results_explain_themselves() -> None:
     """Each result names its path (dense, lexical or both), ranks, scores, authorization and stages."""
     node = node_for_tests()

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 import numpy as np
@@ -42,6 +43,7 @@ from gaml.policy.errors import GamlError, InvalidInput
 from gaml.policy.model import Asset, AssetType, Level, Retention, TrustClass
 
 RRF_K: Final = 60
+DECIDED_MAX: Final = 1024  # cached audience decisions (partition x principal x purpose x location) before a reset
 STAGES: Final = ("identity", "partitions", "policy", "trust", "prefilter", "temporal", "relevance", "governor")
 TRUST_RANK: Final = {TrustClass.UNVERIFIED: 0, TrustClass.LOWER_TRUST: 1, TrustClass.HIGHER_TRUST: 2}
 SEARCH_MODES: Final = ("hybrid", "dense", "lexical")
@@ -141,8 +143,8 @@ class Authorized:
 
     principal: Principal
     partitions: list[tuple[bytes, str]]
-    auth: dict[bytes, dict[str, str]]
-    keep: dict[bytes, set[str]]
+    auth: dict[bytes, dict[str, str]]  # read-only: shared between calls
+    keep: dict[bytes, AbstractSet[str]]  # read-only: shared between calls
     resolved: int  # dropped by temporal resolution (superseded, expired or not yet valid)
 
 
@@ -183,11 +185,26 @@ class Query:
         return self._dense
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Decided:
+    """One partition's audience decisions for one (principal, purpose, location), as of a views epoch: how each id
+    of an allowed group is authorized, and those ids (expired ones still in: retention is applied per call)."""
+
+    views: PartitionViews
+    epoch: int
+    allowed: dict[str, str]
+    ids: frozenset[str]
+
+
 class Retriever:
     def __init__(self, store: Store, governance: Governance, embedder: Embedder) -> None:
         self.store = store
         self.governance = governance
         self.embedder = embedder
+        # Audience decisions per (partition, principal, purpose, location), reused while the partition's policy
+        # groups are unchanged (PartitionViews.epoch; a new views object is a new partition state): a call then
+        # costs no pass over the partition's ids. Read-only once made; the retention check runs every call.
+        self._decided: dict[tuple[bytes, Principal, Permission, Location], _Decided] = {}
 
     # -- stage 1 and 2 -------------------------------------------------------------------------------------------
 
@@ -207,18 +224,18 @@ class Retriever:
 
     def _authorize(
         self, p: Principal, req: SearchRequest, pid: bytes, access: str, grants: Sequence[Grant]
-    ) -> dict[str, str]:
-        """The ids of one partition ``p`` may use for the request, with how (decided on views, before ranking)."""
+    ) -> tuple[dict[str, str], AbstractSet[str]]:
+        """The ids of one partition ``p`` may use for the request, with how (decided on views, before ranking), and
+        those ids as a set. Both are read-only: in a partition of ``p``'s audience they are shared between calls."""
         views: PartitionViews = self.store.views(pid)
         allowed: dict[str, str] = {}
         if access == "audience":
-            for ids in views.groups.values():
-                rep = views.views[next(iter(ids))]
-                d = decide(p, _timeless(rep), req.purpose, req.location, req.now, ())
-                if d.allowed:
-                    allowed.update(dict.fromkeys(ids, d.via))
-            for id_ in views.expired(req.now):
-                allowed.pop(id_, None)
+            decided = self._audience(p, req, pid, views)
+            expired = views.expired(req.now) & decided.ids if views.expiring else set()
+            if not expired:
+                return decided.allowed, decided.ids
+            allowed = {i: via for i, via in decided.allowed.items() if i not in expired}
+            return allowed, decided.ids - expired
         else:
             owners, reader_keys = _reach(p, grants)
             reader_ids: set[str] = set()
@@ -230,7 +247,25 @@ class Retriever:
                 d = decide(p, v, req.purpose, req.location, req.now, grants)
                 if d.allowed:
                     allowed[v.id] = d.via
-        return allowed
+        return allowed, allowed.keys()
+
+    def _audience(self, p: Principal, req: SearchRequest, pid: bytes, views: PartitionViews) -> _Decided:
+        """One decision per policy group of a partition in ``p``'s audience (without retention, which
+        :meth:`_authorize` applies per asset), made once per views epoch."""
+        key = (pid, p, req.purpose, req.location)
+        hit = self._decided.get(key)
+        if hit is not None and hit.views is views and hit.epoch == views.epoch:
+            return hit
+        allowed: dict[str, str] = {}
+        for ids in views.groups.values():
+            rep = views.views[next(iter(ids))]
+            d = decide(p, _timeless(rep), req.purpose, req.location, req.now, ())
+            if d.allowed:
+                allowed.update(dict.fromkeys(ids, d.via))
+        if len(self._decided) >= DECIDED_MAX:
+            self._decided.clear()
+        made = self._decided[key] = _Decided(views, views.epoch, allowed, frozenset(allowed))
+        return made
 
     # -- the pipeline --------------------------------------------------------------------------------------------
 
@@ -245,8 +280,9 @@ class Retriever:
         if t is not None:
             t.partitions = [self.store.partition_name(pid) for pid, _ in parts]
         # 3. policy: per partition, the authorized ids and how each was authorized
-        auth = {pid: self._authorize(p, req, pid, access, grants) for pid, access in parts}
-        keep: dict[bytes, set[str]] = {pid: set(ids) for pid, ids in auth.items()}
+        decided = {pid: self._authorize(p, req, pid, access, grants) for pid, access in parts}
+        auth = {pid: a for pid, (a, _) in decided.items()}
+        keep: dict[bytes, AbstractSet[str]] = {pid: ids for pid, (_, ids) in decided.items()}
         self._record(t, "policy", keep)
         # 4. trust
         if req.min_trust is not TrustClass.UNVERIFIED or req.min_provenance or req.min_confidence:
@@ -276,7 +312,7 @@ class Retriever:
         self._record(t, "prefilter", keep)
         # 6. temporal resolution
         before = sum(len(ids) for ids in keep.values())
-        self._temporal(keep, req.as_of or req.now)
+        keep = self._temporal(keep, req.as_of or req.now)
         self._record(t, "temporal", keep)
         resolved = before - sum(len(ids) for ids in keep.values())
         return Authorized(p, parts, auth, keep, resolved)
@@ -300,32 +336,36 @@ class Retriever:
             self._log(a.principal, req, results)
         return Response(results, req.mode, len(a.partitions), sum(len(x) for x in a.auth.values()), t)
 
-    def _record(self, t: Trace | None, stage: str, keep: dict[bytes, set[str]]) -> None:
+    def _record(self, t: Trace | None, stage: str, keep: dict[bytes, AbstractSet[str]]) -> None:
         if t is not None:
             t.stages[stage] = set().union(*keep.values())
 
-    def _filter(self, keep: dict[bytes, set[str]], ok: Callable[[View], bool]) -> dict[bytes, set[str]]:
-        out = {}
+    def _filter(self, keep: dict[bytes, AbstractSet[str]], ok: Callable[[View], bool]) -> dict[bytes, AbstractSet[str]]:
+        out: dict[bytes, AbstractSet[str]] = {}
         for pid, ids in keep.items():
             views = self.store.views(pid).views
             out[pid] = {i for i in ids if ok(views[i])}
         return out
 
-    def _temporal(self, keep: dict[bytes, set[str]], at: int) -> None:
-        """Drop (in place) what was not yet known at ``at``, not (or no longer) valid then, or superseded by then.
+    def _temporal(self, keep: dict[bytes, AbstractSet[str]], at: int) -> dict[bytes, AbstractSet[str]]:
+        """``keep`` without what was not yet known at ``at``, not (or no longer) valid then, or superseded by then:
+        a partition's set is copied only when something drops out of it (the sets may be shared).
 
         Only the assets that can fail are looked at: the superseded ones, those with a validity window, and (for a
         time before a partition's newest asset) those created after ``at``.
         """
         gone = {i for i, by in self.store.superseded.items() if self._superseded(i, by, at)}
+        out: dict[bytes, AbstractSet[str]] = {}
         for pid, ids in keep.items():
             views = self.store.views(pid)
-            ids -= gone
             candidates = views.views.keys() if at < views.latest_created else views.timed
+            drop = {i for i in gone if i in ids}
             for id_ in [i for i in candidates if i in ids]:
                 v = views.views[id_]
                 if v.created_at > at or v.valid_from > at or (v.valid_to and v.valid_to <= at):
-                    ids.discard(id_)
+                    drop.add(id_)
+            out[pid] = ids - drop if drop else ids
+        return out
 
     def _superseded(self, target: str, by: set[str], at: int) -> bool:
         """Whether a live asset of the target's own owner, known by ``at``, supersedes it: another principal's
@@ -344,7 +384,7 @@ class Retriever:
         return Query(text, self.embedder)
 
     def relevance(
-        self, req: SearchRequest, keep: dict[bytes, set[str]], depth: int, query: Query | None = None
+        self, req: SearchRequest, keep: Mapping[bytes, AbstractSet[str]], depth: int, query: Query | None = None
     ) -> Relevance:
         """Stage 7 over the ids in ``keep`` (already authorized): the ``depth`` best of each path, fused by RRF.
 

@@ -148,6 +148,9 @@ class _Live:
     covered_local: int = 0  # the local-state commits (Store.local_writes) its views hold
     dirty: bool = False
     views: PartitionViews = dataclasses.field(default_factory=PartitionViews, repr=False)
+    # A frozen set of ids found to hold every live id of the partition, and the views and epoch it was checked at
+    # (see Store._covers): the same set, the views unchanged, needs no second pass over the partition.
+    covering: tuple[frozenset[str], PartitionViews, int] | None = dataclasses.field(default=None, repr=False)
 
 
 class Records:
@@ -981,7 +984,7 @@ class Store:
         q = np.asarray(q, dtype=np.float32)
         if q.shape != (live.part.dim,):
             raise IndexMismatch(f"query of shape {q.shape} against {live.part.ref.name} ({live.part.dim} dims)")
-        everything = allowed is None or (len(allowed) >= len(live.views) and allowed >= live.views.views.keys())
+        everything = allowed is None or self._covers(live, allowed)
         hits = [Nearest(i, s, "index") for i, s in live.index.search(q, k, None if everything else allowed)]
         tail = list(live.pending) if allowed is None else [i for i in live.pending if i in allowed]
         if tail:
@@ -989,6 +992,22 @@ class Store:
             hits += [Nearest(i, s, "tail") for i, s in top_k(tail, scores, k)]
         hits.sort(key=lambda h: (-h.score, h.id))
         return hits[:k]
+
+    @staticmethod
+    def _covers(live: _Live, allowed: AbstractSet[str]) -> bool:
+        """Whether ``allowed`` holds every live id of the partition. A frozen set that did is remembered with the
+        views' epoch (bumped by every id that joins or leaves): retrieval passes the same cached set call after call,
+        and checking it again would cost a pass over the partition each time."""
+        views = live.views
+        if len(allowed) < len(views):
+            return False
+        memo = live.covering
+        if memo is not None and memo[0] is allowed and memo[1] is views and memo[2] == views.epoch:
+            return True
+        ok = allowed >= views.views.keys()
+        if ok and isinstance(allowed, frozenset):
+            live.covering = (allowed, views, views.epoch)
+        return ok
 
     # -- index maintenance -----------------------------------------------------------------------------------------
 

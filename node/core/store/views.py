@@ -219,6 +219,9 @@ class PartitionViews:
         # it changes), so that a caller's set is told from another without sorting it (a receipt's id).
         self.hashes: dict[str, int] = {}
         self.digest = 0
+        # Bumped whenever an id joins or leaves a policy group (a put of a new id or with another signature, a
+        # removal): a decision made per group holds for as long as it is unchanged (node.access.retrieve caches them).
+        self.epoch = 0
 
     def __len__(self) -> int:
         return len(self.views)
@@ -230,7 +233,9 @@ class PartitionViews:
         return self.views.get(id_)
 
     def put(self, v: View) -> None:
-        self.remove(v.id)
+        old = self._drop(v.id)
+        if old is None or old.signature != v.signature:
+            self.epoch += 1
         self.views[v.id] = v
         h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16, key=self.key).digest())
         self.digest ^= h
@@ -260,6 +265,12 @@ class PartitionViews:
             self.standing[v.id] = why
 
     def remove(self, id_: str) -> View | None:
+        v = self._drop(id_)
+        if v is not None:
+            self.epoch += 1
+        return v
+
+    def _drop(self, id_: str) -> View | None:
         v = self.views.pop(id_, None)
         if v is None:
             return None
