@@ -247,7 +247,9 @@ class Daemon:
 
 @contextlib.contextmanager
 def daemon(home: Home, listen: bool) -> Iterator[Daemon]:
-    env = {**os.environ, "GAML_KEYCHAIN_KEY": home.key_hex, "PYTHONPATH": str(ROOT)}
+    # ROOT first, then what the caller had (a tree of links to another checkout, to measure that code)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "GAML_KEYCHAIN_KEY": home.key_hex, "PYTHONPATH": path}
     env.pop("GAML_PASSPHRASE", None)
     cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home.path), "run", "--principal", PRINCIPAL]
     if listen:
