@@ -36,7 +36,14 @@ from gaml.policy.model import (
 )
 from gaml.v1 import asset_pb2
 
-__all__ = ["asset_from_pb", "asset_to_json", "asset_to_pb", "draft_from_json", "draft_pb_from_json"]
+__all__ = [
+    "asset_from_pb",
+    "asset_json_from_pb",
+    "asset_to_json",
+    "asset_to_pb",
+    "draft_from_json",
+    "draft_pb_from_json",
+]
 
 _ASSET_DESCRIPTOR: Final = asset_pb2.Asset.DESCRIPTOR
 # Domain sub-objects and the proto messages they travel as.
@@ -160,6 +167,24 @@ def asset_from_pb(msg: asset_pb2.Asset) -> Asset:
         else:
             kw[f.name] = _field_from_pb(msg, f.name)
     return Asset(**kw)
+
+
+def asset_json_from_pb(msg: asset_pb2.Asset) -> dict[str, Any]:
+    """``asset_to_json(asset_from_pb(msg))`` for a message that :func:`asset_to_pb` wrote (what a node sends), without
+    building the domain asset: a client renders every hit of a search this way. A message the domain would refuse
+    is not checked here (a node sends only valid assets); an unknown or UNSPECIFIED ``asset_type`` is still refused.
+    """
+    out = json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    int64s_as_ints(out, _ASSET_DESCRIPTOR)
+    for name in ENUM_FIELDS:
+        member = _enum_from_pb(name, getattr(msg, name))
+        if member is None:
+            if name == "asset_type":
+                raise InvalidAsset("asset_type is required (got ASSET_TYPE_UNSPECIFIED)")
+            member = _DEFAULTS[name]
+        out[name] = member.value
+    out["payload"] = thaw_json(freeze_json(_payload_from_pb(msg.payload)))
+    return out
 
 
 # -- JSON ------------------------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from the status's ``google.rpc.ErrorInfo``), so callers handle a remote node as 
 from __future__ import annotations
 
 import dataclasses
+import math
 import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -52,8 +53,8 @@ from gaml.policy.errors import (
     StoreError,
     UnknownPrincipal,
 )
-from gaml.policy.model import Asset, Level, freeze_json, thaw_json
-from gaml.proto.convert import asset_from_pb, asset_to_json, draft_pb_from_json, int64s_as_ints
+from gaml.policy.model import MAX_SAFE_INT, Asset, Level, freeze_json, thaw_json
+from gaml.proto.convert import asset_from_pb, asset_json_from_pb, draft_pb_from_json, int64s_as_ints
 from gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ class Client:
     def get(self, id_: str, *, purpose: str = "", location: str = "", **kw: Any) -> dict[str, Any]:
         req = _request(memory_pb2.GetRequest, id=id_, intent=_intent(purpose, location))
         r = self._call(self.stub.Get, req, **kw)
-        return asset_to_json(asset_from_pb(r.asset))
+        return asset_json_from_pb(r.asset)
 
     def forget(self, id_: str, **kw: Any) -> dict[str, Any]:
         r = self._call(self.stub.Forget, memory_pb2.ForgetRequest(id=id_), **kw)
@@ -238,7 +239,7 @@ class Client:
                 "path": h.path,
                 "partition": h.partition,
                 "explain": _struct_json(h.explain),
-                "asset": asset_to_json(asset_from_pb(h.asset)),
+                "asset": asset_json_from_pb(h.asset),
             }
             for h in r.hits
         ]
@@ -520,8 +521,25 @@ def _message_json(msg: Message) -> dict[str, Any]:
 
 def _struct_json(s: Struct) -> Any:
     """A Struct as JSON with its whole numbers as ints (a Struct carries every number as a double); strings — a goal
-    "2024" — stay strings."""
-    return thaw_json(freeze_json(json_format.MessageToDict(s), "the node's answer", max_depth=None))
+    "2024" — stay strings. ``thaw_json(freeze_json(...))`` of it, in one walk (a frame's receipt is large); a value
+    that walk would refuse (a number that is not finite) takes that path, for its error."""
+    d = json_format.MessageToDict(s)
+    try:
+        return _whole_numbers(d)
+    except ValueError:
+        return thaw_json(freeze_json(d, "the node's answer", max_depth=None))
+
+
+def _whole_numbers(v: Any) -> Any:
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(v)
+        return int(v) if v.is_integer() and abs(v) <= MAX_SAFE_INT else v
+    if isinstance(v, dict):
+        return {k: _whole_numbers(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_whole_numbers(x) for x in v]
+    return v
 
 
 __all__ = ["Client", "RemoteMemory", "TlsRefused", "error_of", "grant_from_pb", "plane_to_pb"]

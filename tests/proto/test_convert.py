@@ -26,7 +26,7 @@ from gaml.policy.model import (
     TrustClass,
     content_id,
 )
-from gaml.proto.convert import asset_from_pb, asset_to_json, asset_to_pb, draft_from_json
+from gaml.proto.convert import asset_from_pb, asset_json_from_pb, asset_to_json, asset_to_pb, draft_from_json
 from gaml.v1 import asset_pb2
 
 T0 = 1_700_000_000_000_000  # microseconds since the Unix epoch
@@ -196,6 +196,43 @@ def test_random_assets_round_trip() -> None:
     for _ in range(200):
         asset = random_asset(rng)
         assert through_bytes(asset) == asset
+
+
+def test_a_message_renders_as_json_directly_as_through_the_domain() -> None:
+    """asset_json_from_pb (what a client renders each hit with) gives what asset_to_json(asset_from_pb(...)) gives,
+    for full, minimal, edge-case and two hundred random assets, through bytes."""
+    rng = random.Random(1)
+    cases = [full(), *(minimal(t.value) for t in AssetType), minimal(payload={"n": 2.0, "x": [1.5, {"y": 3}]})]
+    cases += [random_asset(rng) for _ in range(200)]
+    for asset in cases:
+        msg = asset_pb2.Asset.FromString(asset_to_pb(asset).SerializeToString(deterministic=True))
+        assert asset_json_from_pb(msg) == asset_to_json(asset_from_pb(msg))
+    with pytest.raises(InvalidAsset):
+        asset_json_from_pb(asset_pb2.Asset())
+
+
+def test_a_struct_answer_reads_as_through_freeze_and_thaw() -> None:
+    """The client's reading of a Struct (a receipt, an explanation) in one walk equals thaw_json(freeze_json(...)):
+    whole numbers become ints up to 2**53, other numbers, strings of digits, booleans and nulls stay as they are."""
+    from google.protobuf import json_format
+    from google.protobuf.struct_pb2 import Struct
+
+    from gaml.node.serve.client import _struct_json
+    from gaml.policy.model import freeze_json, thaw_json
+
+    rng = random.Random(2)
+    for _ in range(100):
+        value = {
+            "goal": rng.choice(["2024", "tea", ""]),
+            "n": rng.choice([0, 3, 2**53, 2.0**60, -7.5, 1e-9]),
+            "facts": [{"score": rng.random(), "tokens": rng.randrange(99), "ok": rng.random() < 0.5} for _ in range(3)],
+            "nested": {"none": None, "list": [1, [2.0, "3"], {"x": 4.25}]},
+        }
+        s = Struct()
+        s.update(value)
+        expected = thaw_json(freeze_json(json_format.MessageToDict(s), "answer", max_depth=None))
+        assert _struct_json(s) == expected
+        assert type(_struct_json(s)["facts"][0]["tokens"]) is int
 
 
 def test_whole_float_payload_numbers_come_back_as_ints() -> None:
