@@ -178,14 +178,15 @@ class CoreLane:
     def __init__(self) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gaml-core")
         self.busy_s = 0.0
-        self.queued = 0  # foreground work queued or running (calls, replication), not background indexing
-        self.last_active = 0.0  # time.monotonic() when foreground work last started or ended
-        self._count = threading.Lock()  # submit() counts from the loop thread and uncounts on the core thread
+        self.queued = 0  # calls queued or running (not replication's housekeeping, not background indexing)
+        self.last_active = 0.0  # time.monotonic() when a call last started or ended
+        self.touched = 0.0  # time.monotonic() when any work but background indexing last ended (it may have written)
+        self._count = threading.Lock()
 
     def _foreground(self, started: bool) -> None:
         with self._count:
             self.queued += 1 if started else -1
-            self.last_active = time.monotonic()
+            self.last_active = self.touched = time.monotonic()
 
     async def run(self, fn: Callable[[], T], *, deadline: float | None = None, background: bool = False) -> T:
         def job() -> T:
@@ -206,7 +207,9 @@ class CoreLane:
             self._foreground(False)
 
     def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
-        """Queue ``fn`` on the core thread from anywhere (the trio side waits on the future its own way)."""
+        """Queue ``fn`` on the core thread from anywhere (the trio side waits on the future its own way). Replication
+        submits its ticks here: they do not keep the lane from counting as idle (a tick every 0.25 s would starve
+        the background indexer), but what they write is indexed after them (:attr:`touched`)."""
 
         def job() -> T:
             t0 = time.perf_counter()
@@ -214,9 +217,8 @@ class CoreLane:
                 return fn()
             finally:
                 self.busy_s += time.perf_counter() - t0
-                self._foreground(False)
+                self.touched = time.monotonic()
 
-        self._foreground(True)
         return self._pool.submit(job)
 
     def idle(self, for_s: float) -> bool:
@@ -460,11 +462,11 @@ class Daemon:
 
         left, seen, run_moved, run_t0 = -1, -1.0, 0, 0.0  # left -1: not known yet
         while True:
-            nothing_new = left == 0 and self.lane.last_active == seen
+            nothing_new = left == 0 and self.lane.touched == seen
             if nothing_new or not (self.lane.idle(INDEX_IDLE_S) or left >= INDEX_BACKLOG):
                 await asyncio.sleep(INDEX_POLL_S)
                 continue
-            mark = self.lane.last_active
+            mark = self.lane.touched
             try:
                 moved, left = await self.lane.run(step, background=True)
             except Exception as e:  # a failing step must not take the service down; the next checkpoint retries
@@ -585,7 +587,7 @@ class Daemon:
     async def _shutdown(self, server: grpc.aio.Server | None, health: HealthServicer) -> None:
         if self._indexer is not None:
             self._indexer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # shutting down: the checkpoint must run
                 await self._indexer
         if self._gate is not None:
             self._gate.close()  # no new connections

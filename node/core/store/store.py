@@ -26,6 +26,7 @@ the store replays the journal past it, and rebuilds from the ``vectors`` space a
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -1053,7 +1054,7 @@ class Store:
         for live in self._live.values():
             while live.pending and (max_items is None or moved < max_items):
                 room = len(live.pending) if max_items is None else min(len(live.pending), max_items - moved)
-                batch = list(live.pending.items())[: min(room, 4096)]
+                batch = list(itertools.islice(live.pending.items(), min(room, 4096)))
                 live.index.add([i for i, _ in batch], np.stack([v for _, v in batch]))
                 for i, _ in batch:
                     del live.pending[i]
