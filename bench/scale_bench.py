@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -345,7 +346,7 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         R["runs"][str(n)] = one(args, base / str(n), n)
         R["runs"][str(n)]["run_s"] = time.perf_counter() - t0
         log(f"N={n:,} done in {R['runs'][str(n)]['run_s']:.0f} s")
-        _rmtree(base / str(n))
+        shutil.rmtree(base / str(n), ignore_errors=True)  # a 1M home is gigabytes: gone before the next N
     R["loadavg_end"] = os.getloadavg()
     plot(R, args.out / f"{args.name}.png")
     return R
@@ -358,12 +359,6 @@ def _version(pkg: str) -> str:
         return metadata.version(pkg)
     except metadata.PackageNotFoundError:
         return "?"
-
-
-def _rmtree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 # -- report ------------------------------------------------------------------------------------------------------------
