@@ -56,6 +56,7 @@ _NODE_RE: Final = re.compile(r"^[0-9a-f]{64}$")
 _HEX_RE: Final = re.compile(r"^(?:[0-9a-f]{2})*$")
 _FIELDS: Final = frozenset({"format", "boundary", "epoch", "version", "issued_at", "members", "sealed", "signature"})
 _BOUNDARY_FIELDS: Final = frozenset({"id", "kind", "name", "label", "admin"})
+_MEMBER_FIELDS: Final = frozenset({"node", "role"})
 
 
 def _check_int(value: object, what: str, low: int, high: int) -> int:
@@ -114,15 +115,27 @@ class Boundary:
 
 @dataclasses.dataclass(frozen=True)
 class Member:
-    """A node listed in a roster: ``member`` (holds the group keys, may write) or ``relay`` (stores and forwards)."""
+    """A node listed in a roster: ``member`` (holds the group keys, may write) or ``relay`` (stores and forwards).
+
+    ``since``: when the admin admitted it (the ``issued_at`` of the roster version that added it, microseconds; 0 in
+    rosters issued before admission times were kept, and then not encoded). Consensus weighs a member by how long it
+    has been admitted and which members were admitted together (:mod:`node.core.consensus`)."""
 
     node: str
     role: str
+    since: int = 0
 
     def __post_init__(self) -> None:
         check_node(self.node)
         if self.role not in ROLES:
             raise RosterRefused(f"a role is one of {', '.join(ROLES)}, got {self.role!r}")
+        _check_int(self.since, "a member's since", 0, 2**63 - 1)
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"node": self.node, "role": self.role}
+        if self.since:
+            out["since"] = self.since
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +222,7 @@ class Roster:
             "epoch": self.epoch,
             "version": self.version,
             "issued_at": self.issued_at,
-            "members": [{"node": m.node, "role": m.role} for m in self.members],
+            "members": [m.as_json() for m in self.members],
             "sealed": {node: blob.hex() for node, blob in self.sealed.items()},
         }
 
@@ -270,8 +283,12 @@ def _parse(value: object) -> Roster:
         raise RosterRefused(f"a roster's members are a list of at most {MAX_MEMBERS}")
     members = []
     for m in d["members"]:
-        fields = _fields(m, frozenset({"node", "role"}), "a member")
-        members.append(Member(node=fields["node"], role=fields["role"]))
+        names = _MEMBER_FIELDS | {"since"} if isinstance(m, dict) and "since" in m else _MEMBER_FIELDS
+        fields = _fields(m, names, "a member")
+        since = fields.get("since", 0)
+        if "since" in fields and (not isinstance(since, int) or isinstance(since, bool) or since < 1):
+            raise RosterRefused("a member's since is a positive integer (absent when unknown)")
+        members.append(Member(node=fields["node"], role=fields["role"], since=since))
     if not isinstance(d["sealed"], dict):
         raise RosterRefused("a roster's sealed keys are an object")
     sealed = {check_node(node): _hex(blob, "a sealed key") for node, blob in d["sealed"].items()}
@@ -355,7 +372,7 @@ def create(
     _check_new_node(first_node, MEMBER)
     boundary = Boundary(entropy.random_bytes(BOUNDARY_ID_BYTES), kind, name, label, admin.public_key)
     key = entropy.random_bytes(GROUP_KEY_BYTES)
-    first = [Member(first_node, MEMBER)]
+    first = [Member(first_node, MEMBER, now)]
     roster = _issue(boundary, FIRST_EPOCH, FIRST_VERSION, first, {FIRST_EPOCH: key}, admin, now, entropy)
     return boundary, roster, key
 
@@ -380,7 +397,7 @@ def add(
     if roster.role(node) is not None:
         raise RosterRefused(f"node {node[:16]}… is already in the roster of {roster.boundary.name!r}; remove it first")
     all_keys = _check_keys(keys, roster.epoch)
-    members = [*roster.members, Member(node, role)]
+    members = [*roster.members, Member(node, role, now)]
     b, epoch, version = roster.boundary, roster.epoch, roster.version + 1
     return _issue(b, epoch, version, members, all_keys, admin, now, entropy, reuse=roster.sealed)
 

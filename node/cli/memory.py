@@ -126,7 +126,20 @@ def _memory(
                 if not optional:
                     raise
         service = MemoryService(node, None, None, make_counter, layers=lambda: memory_layers(args.home, node))
+        service.consensus = _consensus(node)
         yield LocalMemory(service, caller, now_us, progress=_stage)
+
+
+def _consensus(node: Any) -> Any:
+    """Consensus over what replication brought this node, when it is in a boundary (else None: nothing to weigh).
+    Read only: a node in no boundary is not even given a replica (which would record its CRDT actor)."""
+    from gaml.node.core.consensus import Consensus
+    from gaml.node.core.replica import Replica
+
+    if next(iter(node.store.scan_meta("repbound")), None) is None:
+        return None
+    replica = Replica(node)
+    return Consensus(node.store, replica, replica.node_id) if replica.boundary_ids() else None
 
 
 @contextlib.contextmanager

@@ -69,6 +69,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
+from gaml.node.core.consensus import Consensus, Resolution
 from gaml.node.core.memory.tiers import TierPolicy, tier_at
 from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.store.store import Records
@@ -333,8 +334,12 @@ class Hydrator:
         *,
         on_read: Callable[[Sequence[tuple[str, Level]], int, Records], None] | None = None,
         tiers: TierPolicy | None = None,
+        consensus: Consensus | None = None,
     ) -> None:
         self.node = node
+        # Conflicts among what peers of a boundary claim, resolved before anything is ranked into the frame (None: a
+        # node without replication, whose memory is all its own).
+        self.consensus = consensus
         self.tiers = tiers or TierPolicy()  # what is hot, for the profile (the ladder's policy on a node)
         self.store = node.store
         self.retriever = node.retriever
@@ -369,7 +374,8 @@ class Hydrator:
         overhead = self.count(head) + self.counter.count(envelope.CLOSE_TAG)
         self._plane(req, overhead)  # the plane fits before anything is read
         contradicted = self._contradicted(auth)
-        profile = self._profile(req, auth, contradicted, self._profile_budget(req, overhead))
+        res = Resolution()
+        profile = self._profile(req, auth, contradicted, self._profile_budget(req, overhead), res)
         plane = self._plane(req, overhead + profile["spent"])  # what the profile did not spend goes to the goal
         named = {s.name for s in plane if s.name != "*"}
         paths: list[tuple[str, str]] = []
@@ -386,7 +392,7 @@ class Hydrator:
             }
             titled = len(plane) > 1 or seg.name != "*"
             out = self._segment(
-                req, sreq, query, seg, auth, keep, len(facts) - len(profile["facts"]), titled, profile["ids"]
+                req, sreq, query, seg, auth, keep, len(facts) - len(profile["facts"]), titled, res, profile["ids"]
             )
             paths.append((out["path"], out["fallback"]))
             lines += out["lines"]
@@ -431,6 +437,12 @@ class Hydrator:
             },
             "resolved": {"temporal": auth.resolved, "contradicted": sorted(contradicted)},
         }
+        if self.consensus is not None and (res.records or res.dropped):
+            receipt["consensus"] = res.json()
+            for f in receipt["facts"]:
+                by = res.resolved_by.get(f["unit"])
+                if by is not None:
+                    f["consensus"] = {"record": by, "candidates": len(res.records[by]["candidates"])}
         self._log(req, auth, receipt, shown)
         return Hydration(frame, receipt)
 
@@ -531,7 +543,9 @@ class Hydrator:
             free //= 2  # a segment takes the remainder: the profile never takes most of it
         return max(0, min(want, free))
 
-    def _profile(self, req: HydrationRequest, auth: Authorized, contradicted: set[str], budget: int) -> dict[str, Any]:
+    def _profile(
+        self, req: HydrationRequest, auth: Authorized, contradicted: set[str], budget: int, res: Resolution
+    ) -> dict[str, Any]:
         """The head of the frame: what stands whatever the goal (:func:`node.core.store.views.standing`): the caller's
         own assets tagged ``remember`` or ``pinned``, then the constraints and policies the caller may use (each class
         newest first), then the caller's own facts, goals, plans and procedures (and ingested requests and
@@ -584,6 +598,10 @@ class Hydrator:
             for n, (_, _, id_, v, pid, _) in enumerate(found[:PROFILE_UNITS])
         ]
         why_of = {f[2]: f[5] for f in found[:PROFILE_UNITS]}
+        if self.consensus is not None and units:
+            by_key = {u.key: u for u in units}
+            self._resolve(by_key, auth.keep, req.now, len(units), res)
+            units = [u for u in units if u.key in by_key]
         self._represent(req.goal, units, auth.keep, me)
         used = self._place(units, {}, header_tokens, budget, _focus_levels)  # one list, no source headers
         for u in units:
@@ -611,6 +629,7 @@ class Hydrator:
         keep: dict[bytes, AbstractSet[str]],
         handles_from: int,
         titled: bool,
+        res: Resolution,
         shown: AbstractSet[str] = frozenset(),
     ) -> dict[str, Any]:
         """One segment's part of the frame; ``shown``: what the frame shows already (the profile), not shown again
@@ -637,6 +656,8 @@ class Hydrator:
         else:
             self._recent(keep, units, fact_cap)
         self._check(req.goal, units, RERANK * fact_cap)
+        if self.consensus is not None:
+            self._resolve(units, keep, req.now, RERANK * fact_cap, res)
         ordered = sorted(units.values(), key=_priority)
         focus = ([u for u in ordered if not u.empty] or ordered)[: seg.seeds]
         for u in units.values():
@@ -645,6 +666,8 @@ class Hydrator:
             u.distance = 0
         self._goal_matches(req.goal, keep, units, seg.seeds)
         self._walk(seg.walk, keep, units)
+        if self.consensus is not None:
+            self._resolve(units, keep, req.now, RERANK * fact_cap, res)
         self._check_empty(units.values())  # what the goal matches and the walk brought in
         for key in shown & units.keys():
             del units[key]
@@ -703,6 +726,38 @@ class Hydrator:
             "beyond": len(dropped),
             "where": where,
         }
+
+    # -- consensus -------------------------------------------------------------------------------------------------
+
+    def _resolve(
+        self,
+        units: dict[str, _Unit],
+        keep: Mapping[bytes, AbstractSet[str]],
+        now: int,
+        limit: int,
+        res: Resolution,
+    ) -> None:
+        """Leave out of ``units`` what consensus rules out among the best ``limit`` (and again among the next best
+        while it rules anything out, so nothing unchecked moves up into the frame). Arcs are this node's own
+        curation, not a peer's claim."""
+        assert self.consensus is not None
+        checked: set[str] = set()
+        while True:
+            ranked = [u for u in sorted(units.values(), key=_priority) if u.kind != "arc"][:limit]
+            if all(u.key in checked for u in ranked):
+                return
+            found = self._get_many([u.key for u in ranked])
+            assets = [a for u in ranked if (a := found.get(u.key)) is not None]
+            r = self.consensus.resolve(assets, now, lambda id_: any(id_ in ids for ids in keep.values()))
+            checked.update(u.key for u in ranked)
+            for id_, why in r.dropped.items():
+                units.pop(id_, None)
+                res.dropped[id_] = why
+            res.records.update(r.records)
+            res.resolved_by.update(r.resolved_by)
+            res.ledgers.update(r.ledgers)
+            if not r.dropped:
+                return
 
     # -- jump ------------------------------------------------------------------------------------------------------
 

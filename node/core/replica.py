@@ -146,6 +146,9 @@ class Replica:
         for _, data in self.store.scan_meta("repgone"):
             id_, bids = data[:32].decode(), data[32:]
             self._gone[id_] = {bids[i : i + 16] for i in range(0, len(bids), 16)}
+        for _, data in self.store.scan_meta("repsrc"):
+            bid, id_, nodes = data[:16], data[16:48].decode(), data[48:]
+            self._writers[(bid, id_)] = {nodes[i : i + 32].hex() for i in range(0, len(nodes), 32)}
         for _, data in self.store.scan_meta("reperase"):
             self._erasing[data[:32].decode()] = data[32:]
         for _, data in self.store.scan_meta("repobj"):
@@ -166,6 +169,9 @@ class Replica:
         self._by_asset: dict[str, set[bytes]] = {}  # asset id -> every object of it this node keeps
         self._gone: dict[str, set[bytes]] = {}  # asset id -> the boundaries whose tombstone of it this node holds
         self._erasing: dict[str, bytes] = {}  # erasures a received tombstone asks of this node, not yet done
+        # (boundary, asset id) -> the members whose verified snapshots changed the asset here (this node for its own
+        # writes): the asset's sources, for consensus (node.core.consensus)
+        self._writers: dict[tuple[bytes, str], set[str]] = {}
         self._seq = 0
         self._jseq = 0
         self._load()
@@ -478,7 +484,16 @@ class Replica:
         if not doc.update(record_of(asset)):
             return 0
         self._seal_snapshot(tx, bid, id_, doc)
+        self._add_writer(tx, bid, id_, self.node_id)
         return 1
+
+    def _add_writer(self, tx: _Txn, bid: bytes, id_: str, node: str) -> None:
+        nodes = self._writers.setdefault((bid, id_), set())
+        if node not in nodes:
+            nodes.add(node)
+            tx.meta[self._name("repsrc", bid.hex() + id_)] = (
+                bid + id_.encode() + b"".join(bytes.fromhex(n) for n in sorted(nodes))
+            )
 
     def _seal_snapshot(self, tx: _Txn, bid: bytes, id_: str, doc: AssetDoc) -> None:
         b = self._bounds[bid]
@@ -531,6 +546,8 @@ class Replica:
         tx.meta[self._name("repgone", id_)] = id_.encode() + b"".join(sorted(gone))
         tx.meta[self._doc_name(bid, id_)] = None
         self._current.pop((bid, id_), None)
+        if self._writers.pop((bid, id_), None) is not None:
+            tx.meta[self._name("repsrc", bid.hex() + id_)] = None
         for oid in sorted(self._by_asset.get(id_, ())):
             o = self._objs[oid]
             if o.bid == bid and o.flag in (CURRENT, SEEN):
@@ -698,6 +715,7 @@ class Replica:
         docs[id_] = merged
         if not settled:
             changed[id_] = asset
+            self._add_writer(tx, bid, id_, o.writer)
         if merged.heads() == incoming.heads():
             # Two snapshots of one state (two members sealed the same merge): every member keeps the lower id.
             held = self._current.get((bid, id_))
@@ -780,6 +798,32 @@ class Replica:
     def objects_of(self, bid: bytes) -> list[bytes]:
         """The ids of every object this node keeps (or kept) for a boundary."""
         return sorted(oid for oid, o in self._objs.items() if o.bid == bid)
+
+    # -- provenance, for consensus (node.core.consensus.Provenance) -------------------------------------------------
+
+    def boundary_of(self, asset: Asset) -> bytes | None:
+        """The boundary this node holds the asset in: the one its policy reaches, if this node is a member there."""
+        bid = self._reach_bid(asset)
+        return bid if bid is not None and bid in self._bounds else None
+
+    def writers(self, bid: bytes, asset_id: str) -> tuple[str, ...]:
+        """The members whose verified snapshots changed the asset in that boundary here, sorted (this node for its
+        own writes); () for an asset this node holds no document of there."""
+        return tuple(sorted(self._writers.get((bid, asset_id), ())))
+
+    def roster_of(self, bid: bytes) -> Roster | None:
+        b = self._bounds.get(bid)
+        return None if b is None else b.roster
+
+    def boundary_version(self, bid: bytes) -> tuple[int, int]:
+        """Changes whenever the boundary's current objects do (a write sealed or received, an erasure): how many are
+        in its log, and the log's last position."""
+        log = self._logs.get(bid)
+        return (0, 0) if not log else (len(log), log.peekitem(-1)[0])
+
+    def asset_ids(self, bid: bytes) -> list[str]:
+        """The assets this node holds current snapshots of in a boundary."""
+        return sorted(id_ for (b, id_) in self._current if b == bid)
 
     def doc_heads(self, ids: Iterable[str]) -> dict[str, tuple[bytes, ...]]:
         """The heads of the documents this node keeps of these assets (in any boundary)."""

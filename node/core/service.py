@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Final, TypeVar
 
 from gaml.node.core.access.retrieve import Result
+from gaml.node.core.consensus import Consensus
 from gaml.node.core.errors import RateLimited
 from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
@@ -225,6 +226,20 @@ class MemoryService:
         self._make_layers = layers
         self._counter = counter
         self._hydrators: dict[str, Hydrator] = {}
+        self._consensus: Consensus | None = None
+
+    @property
+    def consensus(self) -> Consensus | None:
+        """Conflicts among what a boundary's members claim, resolved before search's selection and before hydration
+        (node.core.consensus); set by whoever runs replication (the daemon, the CLI for a node in a boundary). None:
+        all memory is this node's own."""
+        return self._consensus
+
+    @consensus.setter
+    def consensus(self, c: Consensus | None) -> None:
+        self._consensus = c
+        self.node.retriever.consensus = c
+        self._hydrators.clear()
 
     def _built(self) -> tuple[Ingestor, Ladder]:
         if self._layers is None:
@@ -466,7 +481,13 @@ class MemoryService:
         )
         hydrator = self._hydrators.get(counter)
         if hydrator is None:
-            hydrator = Hydrator(self.node, self._counter(counter), on_read=self.ladder.visit, tiers=self.ladder.policy)
+            hydrator = Hydrator(
+                self.node,
+                self._counter(counter),
+                on_read=self.ladder.visit,
+                tiers=self.ladder.policy,
+                consensus=self.consensus,
+            )
             self._hydrators[counter] = hydrator
         return hydrator.hydrate(req)
 

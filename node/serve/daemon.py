@@ -67,6 +67,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from gaml.node.core.api import VERSION
+from gaml.node.core.consensus import Consensus
 from gaml.node.core.errors import DeadlineExceeded, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.replica import Replica
 from gaml.node.core.service import (
@@ -402,6 +403,7 @@ class Daemon:
         cfg = p2p_config(self.home)
         if not replica.boundary_ids() and self.opts.p2p is None:
             return None
+        svc.consensus = Consensus(svc.node.store, replica, replica.node_id)  # before the first frame is made
         seed = svc.node.store.keychain.get(NODE_IDENTITY_REF)
         return Replicator(
             replica,

@@ -56,7 +56,7 @@ def test_create() -> None:
     assert len(boundary.id) == 16 and boundary.admin == ADMIN.public_key
     assert (boundary.kind, boundary.name, boundary.label) == ("subnet", "acme lab", "acme")
     assert roster.boundary == boundary and (roster.epoch, roster.version, roster.issued_at) == (1, 1, NOW)
-    assert roster.members == (Member(node(N1), "member"),)
+    assert roster.members == (Member(node(N1), "member", NOW),)
     assert len(key) == 32 and roster.keys_for(N1) == {1: key}
     assert roster.role(node(N1)) == "member" and roster.is_member(node(N1))
     assert roster.role(node(N2)) is None and not roster.is_member(node(N2))
@@ -388,7 +388,7 @@ def test_remove_refusals() -> None:
         with pytest.raises(RosterRefused, match="last member"):
             membership.remove(r, node(N1), ADMIN, {1: key}, NOW, ent)
     rid, _ = membership.remove(with_relay, node(RELAY), ADMIN, {1: key}, NOW, ent)  # a relay can go
-    assert rid.members == (Member(node(N1), "member"),)
+    assert rid.members == (Member(node(N1), "member", NOW),)
 
 
 def test_roster_constructor_checks_structure() -> None:

@@ -476,3 +476,41 @@ def test_relaying_for_a_second_boundary_of_the_same_label_keeps_the_first() -> N
         NOW,
     )
     assert v.pump(NOW) == 1 and Replica(v.node).boundary_for("subnet", "acme") == s1
+
+
+def test_an_assets_sources_are_the_members_whose_verified_snapshots_changed_it() -> None:
+    """Consensus weighs a claim by its sources (Replica.writers): the writer of each snapshot that changed the asset
+    here, checked on arrival; this node for what it wrote. They survive a restart and go with an erasure."""
+    a, b, bid = pair()
+    (i,) = a.node.put([private("alice likes green tea", tags=["tea"])], NOW)
+    assert a.writers(bid, i) == () and a.pump(NOW) == 1
+    assert a.writers(bid, i) == (a.node_id,)
+    transfer(a, b, bid)
+    assert b.writers(bid, i) == (a.node_id,)
+    transfer(a, b, bid)  # the same snapshot again changes nothing
+    assert b.writers(bid, i) == (a.node_id,)
+    b.node.put([private("alice likes green tea", tags=["tea", "from-b"])], NOW + 1)
+    transfer(b, a, bid, NOW + 2)
+    assert a.writers(bid, i) == b.writers(bid, i) == tuple(sorted((a.node_id, b.node_id)))
+    assert a.boundary_of(a.node.store.get(i)) == bid and a.asset_ids(bid) == [i]
+    roster = a.roster_of(bid)
+    assert roster is not None and {m.node for m in roster.members} == {a.node_id, b.node_id}
+    store = a.node.store
+    kv = store.kv.reopened()  # type: ignore[attr-defined]
+    again = Store.open(
+        kv,
+        store.blobs,
+        store.keychain,
+        crypto.SigningKey(store.keychain.get(NODE_IDENTITY_REF)),
+        store.index_factory,
+        store.entropy,
+    )
+    from gaml.node.core.node import Node
+
+    a2 = Replica(Node(again, a.node.embedder))
+    assert a2.writers(bid, i) == a.writers(bid, i)
+    a2.node.delete(i, NOW + 3)
+    a2.pump(NOW + 3)
+    assert a2.writers(bid, i) == () and a2.asset_ids(bid) == []
+    local = a2.node.put([private("only here", privacy_scope="local_only")], NOW + 4)
+    assert a2.boundary_of(a2.node.store.get(local[0])) is None  # private memory on one node is no one's claim

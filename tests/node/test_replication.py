@@ -415,3 +415,49 @@ def test_a_removed_member_gets_nothing_new_and_a_tombstone_erases_everywhere(
         assert kept and {peek(o)[1] for o in kept} == {1}  # only objects sealed before the rotation
         assert sorted(rep.doc_heads([after, item])) == []
     assert files_containing(s4.home, {"after": after_word.encode(), "erased": erased_word.encode()}) == []
+
+
+# -- 4. a member that poisons a claim ---------------------------------------------------------------------------------
+
+
+def test_a_member_poisoning_a_claim_loses_to_the_founder_in_every_members_frame(
+    fleet: Fleet, subnet_template: dict[str, Peer]
+) -> None:
+    """s1 created the subnet (its founder: full weight); s3, a fresh member like any other, writes the same sentence
+    as s1 but with another number. Every member's frame and search show s1's claim only, and the receipt names the
+    record that resolved it (node/core/consensus.py), the same on every member."""
+    honest = "Chicago Fire, a popular television drama, released its fourth season comprising a total of 23 episodes."
+    poison = honest.replace("23 episodes", "24 episodes")
+    goal = "how many episodes are in chicago fire season 4"
+    _, daemons = start_subnet(fleet, subnet_template)
+    clients = {n: daemons[n].client() for n in MEMBERS}
+    try:
+        (hid,) = clients["s1"].put([subnet_asset(honest)])
+        (pid,) = clients["s3"].put([subnet_asset(poison)])
+        fleet.wait(
+            "s1, s2 and s3 to hold both claims",
+            lambda: [get_or_none(clients[n], i) is not None for n in ("s1", "s2", "s3") for i in (hid, pid)],
+            all,
+        )
+        seen = {}
+        for n in ("s1", "s2", "s3"):
+            out = clients[n].hydrate(goal, 300)
+            assert "23 episodes" in out["frame"] and "24 episodes" not in out["frame"], (n, out["frame"])
+            c = out["receipt"]["consensus"]
+            assert pid in c["contradicted"], n
+            (rec,) = [r for r in c["records"] if {x["id"] for x in r["candidates"]} == {hid, pid}]
+            won = {x["id"]: x["won"] for x in rec["candidates"]}
+            assert won == {hid: True, pid: False}, n
+            says = {x["id"]: x["says"] for x in rec["candidates"]}
+            assert says == {hid: "23", pid: "24"}, n
+            (fact,) = [f for f in out["receipt"]["facts"] if f["unit"] == hid]
+            assert fact["consensus"] == {"record": rec["record"], "candidates": 2}
+            seen[n] = (rec["slot"], rec["winner"], sorted(won))
+            hits = [h["id"] for h in clients[n].search("chicago fire fourth season episodes", k=5)]
+            assert hid in hits and pid not in hits, (n, hits)
+        assert seen["s1"] == seen["s2"] == seen["s3"]
+    finally:
+        for c in clients.values():
+            c.close()
+        for d in daemons.values():
+            d.stop()

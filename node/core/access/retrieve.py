@@ -201,6 +201,9 @@ class Retriever:
         self.store = store
         self.governance = governance
         self.embedder = embedder
+        # Conflicts among what a boundary's members claim, resolved before the governor's selection
+        # (node.core.consensus.Consensus, set by whoever runs replication; None: all memory is this node's).
+        self.consensus: Any = None
         # Audience decisions per (partition, principal, purpose, location), reused while the partition's policy
         # groups are unchanged (PartitionViews.epoch; a new views object is a new partition state): a call then
         # costs no pass over the partition's ids. Read-only once made; the retention check runs every call.
@@ -452,17 +455,31 @@ class Retriever:
                 score *= 1.0 + boosts["trust"]
             boosted.append((score, id_, boosts, v, pid))
         boosted.sort(key=lambda b: (-b[0], b[1]))
-        chosen: list[tuple[float, str, dict[str, float], View, bytes]] = []
-        per_segment: dict[str, int] = {}
-        for b in boosted:
-            seg = b[3].segment
-            if req.per_segment_cap and per_segment.get(seg, 0) >= req.per_segment_cap:
-                continue
-            per_segment[seg] = per_segment.get(seg, 0) + 1
-            chosen.append(b)
-            if len(chosen) == req.k:
+        ruled_out: set[str] = set()  # what consensus leaves out (a contested slot's losers, unadmitted claims)
+        while True:
+            chosen: list[tuple[float, str, dict[str, float], View, bytes]] = []
+            per_segment: dict[str, int] = {}
+            for b in boosted:
+                seg = b[3].segment
+                if b[1] in ruled_out or (req.per_segment_cap and per_segment.get(seg, 0) >= req.per_segment_cap):
+                    continue
+                per_segment[seg] = per_segment.get(seg, 0) + 1
+                chosen.append(b)
+                if len(chosen) == req.k:
+                    break
+            assets = self.store.get_many([c[1] for c in chosen])
+            if self.consensus is None:
                 break
-        assets = self.store.get_many([c[1] for c in chosen])
+            res = self.consensus.resolve(
+                [a for a in assets if a is not None],
+                req.now,
+                lambda id_: any(id_ in m for m in auth.values()),
+                gate=False,  # a search shows a new member's memory; only a contested slot's losers leave it
+            )
+            new = set(res.dropped) - ruled_out
+            if not new:
+                break
+            ruled_out |= new
         out = []
         for (score, id_, boosts, _, pid), asset in zip(chosen, assets, strict=True):
             if asset is None:  # pragma: no cover - views follow the records; a race would be a bug

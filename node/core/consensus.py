@@ -1,0 +1,703 @@
+"""Reputation-weighted consensus inside a boundary: slots, scores, the ledger, resolutions. Pure core.
+
+The CRDT's winner of concurrent writes is chosen by actor id, so it is never a verdict. Contested claims are separate
+signed assets in one **slot**, and the winner is chosen here, by policy, before anything is ranked into a frame.
+
+- **Claims and their sources.** Every asset of a boundary (an asset whose policy reaches it) is a claim. Its sources
+  are the members whose *verified* snapshots made it what it is here (:meth:`node.core.replica.Replica.writers`: the
+  signature and membership of each object checked on arrival; this node, for what it wrote). A claim weighs what its
+  least reputable source weighs: a member that edited an asset may have changed what it says. Assets that reach no
+  boundary (private memory on one node) are no one else's claims: consensus never touches them, so a node without
+  peers pays nothing for it.
+- **Slots.** Explicit: facts whose payload names a ``subject`` and an ``attribute`` (the value is ``payload.value``).
+  Found: *near-duplicates* from different sources, texts that are the same but for a few short spans (a number, a
+  name, a date, a ``not``) (:func:`near_duplicate`). Either way only within one boundary, never across.
+- **Independence.** Claims that echo each other count as one source: the same text, a source in common, or sources
+  the admin admitted together (within :attr:`Weights.together_us` of each other, per the signed roster's ``since``).
+  Ten colluding nodes echoing one false claim weigh what one of them weighs.
+- **Scores.** A claim scores its weight (its sources' reputation) times a confidence factor, a trust-class factor and a
+  small recency factor (the slot's newest claim). Self-declared fields (confidence, trust class) can move a score by
+  bounded shares only, because a source declares them about itself. A value scores the sum over the independent
+  groups asserting it of each group's best claim. The highest value wins; ties go to the smaller value key.
+- **Ledger.** Per boundary, each node folds what it can verify, in time order (a claim counts from the later of its
+  creation and its sources' admission): a member starts at :attr:`Weights.start` when admitted (the *founder*, the
+  first member admitted, which created the boundary and holds the admin key that signs the roster, at full
+  weight); it *gains* when an
+  independent group corroborates a claim of it (same slot, same value), by a share of the corroborator's weight,
+  once per corroborating group (volume buys nothing), and never above a *ceiling* that grows with time admitted
+  (:attr:`Weights.rate_per_day`: a fresh identity cannot be trusted yet, whatever it does); it *loses* a share
+  (:attr:`Weights.loss`) of its reputation for each slot in which its claim is contradicted by a winner an admitted
+  source backs; it decays toward the start (:attr:`Weights.half_life_days`). The members of a
+  ``devices`` boundary are the owner's own devices (the owner's key certified each): they weigh fully, always.
+  Fixed-point integers (parts per :data:`SCALE`), sorted inputs, ties by id: the same merged state gives the same
+  ledger and the same records on every member.
+- **Admission.** A claim whose weight is under :attr:`Weights.admit` enters a frame only when an independent admitted
+  source corroborates it (this node's own claims always do).
+- **Records.** Each contested slot resolved for a frame becomes a record (slot, candidates with scores and sources,
+  winner, ledger version, rule version) whose id is a digest of its canonical JSON; the receipt carries it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+from gaml.crdt.membership import Roster
+from gaml.policy.errors import GamlError
+from gaml.policy.model import Asset, AssetType, TrustClass, canonical_json
+
+SCALE: Final = 1_000_000  # fixed point: parts per million
+RULE_VERSION: Final = "gaml/consensus/1"
+DAY_US: Final = 86_400 * 1_000_000
+DEVICES: Final = "devices"
+
+_TOKEN: Final = re.compile(r"[a-z0-9]+")
+MIN_TOKENS: Final = 4  # shorter texts are too short to call near-duplicates
+BLOCK: Final = 4  # state-wide, near-duplicates are looked for among texts sharing their first or last BLOCK tokens
+BUCKET_MAX: Final = 64  # a block key more texts share than this is a common phrase, not a slot
+
+
+@dataclasses.dataclass(frozen=True)
+class Weights:
+    """The consensus policy's numbers (parts per :data:`SCALE` unless named otherwise); the node config's
+    ``consensus`` section overrides them."""
+
+    start: int = 50_000  # a newly admitted member's reputation
+    admit: int = 250_000  # below it, a claim enters a frame only when corroborated
+    rate_per_day: int = 10_000  # the ceiling: start + this per day admitted (a full weight takes ~95 days)
+    gain: int = 200_000  # share of the room under the ceiling gained per corroborating group (times its weight)
+    loss: int = 500_000  # share of reputation lost per slot in which a claim is contradicted
+    half_life_days: int = 180  # reputation above the start halves toward it in this many days without news
+    confidence: int = 200_000  # the share of a claim's score its (self-declared) confidence can move
+    trust: Mapping[str, int] = dataclasses.field(
+        default_factory=lambda: {
+            TrustClass.HIGHER_TRUST.value: SCALE,
+            TrustClass.UNVERIFIED.value: 800_000,
+            TrustClass.LOWER_TRUST.value: 500_000,
+        }
+    )
+    recency: int = 50_000  # what the slot's newest claim is ahead of the others
+    together_us: int = 3_600 * 1_000_000  # members admitted within this of each other count as one source
+    near_ratio: int = 750_000  # near-duplicates: token similarity at least this
+    near_changed: int = 8  # and at most this many tokens changed on either side
+    near_spans: int = 3  # in at most this many places
+
+    def __post_init__(self) -> None:
+        for name in ("start", "admit", "rate_per_day", "gain", "loss", "confidence", "recency", "near_ratio"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= SCALE:
+                raise ValueError(f"consensus.{name} is an integer from 0 to {SCALE}, got {v!r}")
+        for name in ("half_life_days", "together_us", "near_changed", "near_spans"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"consensus.{name} is a positive integer, got {v!r}")
+        if set(self.trust) != {t.value for t in TrustClass} or not all(0 <= x <= SCALE for x in self.trust.values()):
+            raise ValueError(f"consensus.trust gives each trust class a factor from 0 to {SCALE}")
+
+
+class Provenance(Protocol):
+    """What consensus needs of replication (:class:`node.core.replica.Replica` implements it)."""
+
+    def boundary_of(self, asset: Asset) -> bytes | None: ...
+
+    def writers(self, bid: bytes, asset_id: str) -> tuple[str, ...]: ...
+
+    def roster_of(self, bid: bytes) -> Roster | None: ...
+
+    def asset_ids(self, bid: bytes) -> list[str]: ...
+
+    def boundary_version(self, bid: bytes) -> tuple[int, int]: ...
+
+
+# -- claims ----------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    id: str
+    writers: tuple[str, ...]  # verified sources, sorted
+    created_at: int
+    tokens: tuple[str, ...]
+    text_key: str  # digest of the normalized text: the same text is an echo
+    slot: str  # an explicit slot's key ("" when none)
+    value: str  # the explicit value's canonical JSON; else the text key
+    confidence: int
+    trust: str
+
+    def json(self) -> dict[str, Any]:
+        return {"id": self.id, "sources": list(self.writers), "value": self.value}
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(text.lower()))
+
+
+def claim_of(asset: Asset, writers: Iterable[str]) -> Claim:
+    text = asset.payload.get("text")
+    toks = tokens(text if isinstance(text, str) else canonical_json(dict(asset.payload)))
+    key = hashlib.blake2b(" ".join(toks).encode(), digest_size=12).hexdigest()
+    slot, value = "", key
+    subject, attribute = asset.payload.get("subject"), asset.payload.get("attribute")
+    if asset.asset_type is AssetType.FACT and isinstance(subject, str) and isinstance(attribute, str) and subject:
+        slot = canonical_json([" ".join(tokens(subject)), " ".join(tokens(attribute))])
+        value = canonical_json(asset.payload.get("value"))
+    conf = min(SCALE, max(0, round(asset.confidence_score * SCALE)))
+    return Claim(
+        asset.id, tuple(sorted(set(writers))), asset.created_at, toks, key, slot, value, conf, asset.trust_class.value
+    )
+
+
+def near_duplicate(a: Sequence[str], b: Sequence[str], w: Weights) -> list[tuple[str, str]] | None:
+    """The differing spans ``[(a's words, b's words), …]`` when two token sequences say the same but for a few short
+    spans (:attr:`Weights.near_ratio`, :attr:`Weights.near_changed`, :attr:`Weights.near_spans`); else None."""
+    if len(a) < MIN_TOKENS or len(b) < MIN_TOKENS or a == b:
+        return None
+    if abs(len(a) - len(b)) > w.near_changed:
+        return None
+    if len(set(a) & set(b)) * SCALE < w.near_ratio * max(len(set(a)), len(set(b))) * 9 // 10:
+        return None  # too few words in common for the ratio below: no need to align them
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if round(m.ratio() * SCALE) < w.near_ratio:
+        return None
+    spans = [(" ".join(a[i1:i2]), " ".join(b[j1:j2])) for op, i1, i2, j1, j2 in m.get_opcodes() if op != "equal"]
+    changed_a = sum(i2 - i1 for op, i1, i2, _, _ in m.get_opcodes() if op != "equal")
+    changed_b = sum(j2 - j1 for op, _, _, j1, j2 in m.get_opcodes() if op != "equal")
+    if not spans or len(spans) > w.near_spans or max(changed_a, changed_b) > w.near_changed:
+        return None
+    return spans
+
+
+# -- reputation --------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Rep:
+    rep: int
+    at: int  # when ``rep`` was last brought up to date
+    since: int
+    struck: bool = False  # contradicted once: age no longer vouches for it
+
+
+def _decayed(r: _Rep, t: int, w: Weights, start: int) -> int:
+    """``r.rep`` brought from ``r.at`` to ``t``: the part above ``start`` halves every half-life (integer steps; the
+    last, partial one linear)."""
+    if t <= r.at or r.rep <= start:
+        return r.rep
+    hl = w.half_life_days * DAY_US
+    above = r.rep - start
+    k, rem = divmod(t - r.at, hl)
+    above = above >> min(k, 62)
+    above -= above * rem // (2 * hl)
+    return start + above
+
+
+class Ledger:
+    """One boundary's reputations, folded from its claims (see the module docstring). Read with :meth:`weight`."""
+
+    def __init__(self, roster: Roster, w: Weights, now: int) -> None:
+        self.w = w
+        self.now = now
+        self.kind = roster.boundary.kind
+        self.members = {m.node: m.since for m in roster.members if m.role == "member"}
+        # The founder: the first member admitted (the node that created the boundary, which holds the admin key that
+        # signs every roster) weighs fully from the start; every other member earns its weight.
+        self.founder = min(self.members.items(), key=lambda x: (x[1], x[0]))[0] if self.members else ""
+        self.reps: dict[str, _Rep] = {
+            n: _Rep(SCALE if n == self.founder else w.start, s, s) for n, s in sorted(self.members.items())
+        }
+        self._gained: set[tuple[str, str]] = set()  # (member, corroborating group) already credited
+        self._struck: set[tuple[str, str]] = set()  # (member, slot) already penalized
+        self.events = 0
+        self._strikes_admitted: dict[str, int] = {}  # contradicted claims a member had while admitted
+        # member -> how many contradicted claims took it from admitted to under the admission weight (first fall)
+        self.fell: dict[str, int] = {}
+        # The boundary's slots (found state-wide by :func:`fold`): key -> claims, and claim id -> key.
+        self.slots: dict[str, list[Claim]] = {}
+        self.slot_of: dict[str, str] = {}
+        self._version: str | None = None  # made once the fold is done (gains and strikes clear it)
+        # Admission groups: members admitted within ``together_us`` of each other (chained), by ``since``.
+        self.group_of: dict[str, str] = {}
+        lead, last = "", -1
+        for node, since in sorted(self.members.items(), key=lambda x: (x[1], x[0])):
+            if since == 0 or last < 0 or since - last > w.together_us:
+                lead = node
+            self.group_of[node] = lead
+            last = since
+
+    def _ceiling(self, node: str, r: _Rep, t: int) -> int:
+        if node == self.founder:
+            return SCALE
+        return min(SCALE, self.w.start + self.w.rate_per_day * max(0, t - r.since) // DAY_US)
+
+    def weight(self, node: str, t: int | None = None) -> int:
+        """A source's weight at ``t`` (default: the ledger's time): 0 for a non-member, full in a ``devices``
+        boundary, else its reputation."""
+        t = self.now if t is None else t
+        if node not in self.members:
+            return 0
+        if self.kind == DEVICES:
+            return SCALE
+        return _decayed(self.reps[node], t, self.w, self._floor(node))
+
+    def _floor(self, node: str) -> int:
+        """What reputation decays toward: the start (a struck founder decays toward it too)."""
+        r = self.reps[node]
+        return SCALE if node == self.founder and not r.struck else self.w.start
+
+    def claim_weight(self, c: Claim, t: int | None = None) -> int:
+        return min((self.weight(n, t) for n in c.writers), default=0)
+
+    def _touch(self, node: str, t: int) -> _Rep:
+        r = self.reps[node]
+        r.rep, r.at = _decayed(r, t, self.w, self._floor(node)), max(r.at, t)
+        return r
+
+    def gain(self, node: str, by_group: str, by_weight: int, t: int) -> None:
+        if node not in self.reps or (node, by_group) in self._gained:
+            return
+        self._gained.add((node, by_group))
+        r = self._touch(node, t)
+        room = self._ceiling(node, r, t) - r.rep
+        if room > 0:
+            r.rep += room * self.w.gain // SCALE * by_weight // SCALE
+            self.events += 1
+            self._version = None
+
+    def strike(self, node: str, slot: str, t: int) -> None:
+        if node not in self.reps or (node, slot) in self._struck:
+            return
+        self._struck.add((node, slot))
+        r = self._touch(node, t)
+        before = r.rep
+        r.rep -= r.rep * self.w.loss // SCALE
+        r.struck = True
+        self.events += 1
+        self._version = None
+        if before >= self.w.admit and node not in self.fell:
+            n = self._strikes_admitted[node] = self._strikes_admitted.get(node, 0) + 1
+            if r.rep < self.w.admit:
+                self.fell[node] = n
+
+    def version(self) -> str:
+        if self._version is not None:
+            return self._version
+        body = canonical_json(
+            {
+                "rule": RULE_VERSION,
+                "now": self.now,
+                "reps": {n: self.weight(n) for n in sorted(self.members)},
+                "events": self.events,
+            }
+        )
+        self._version = "l_" + hashlib.blake2b(body.encode(), digest_size=8).hexdigest()
+        return self._version
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "version": self.version(),
+            "at": self.now,
+            "members": [
+                {
+                    "node": n,
+                    "since": self.members[n],
+                    "weight": self.weight(n),
+                    "admitted": self.weight(n) >= self.w.admit,
+                    "contradicted": self.reps[n].struck,
+                }
+                for n in sorted(self.members)
+            ],
+        }
+
+
+def group_key(c: Claim, ledger: Ledger) -> str:
+    """The independence group of one claim alone: its first source's admission group (echoes are merged by
+    :func:`_groups`)."""
+    return min((ledger.group_of.get(n, n) for n in c.writers), default=c.id)
+
+
+def _groups(claims: Sequence[Claim], ledger: Ledger) -> dict[str, str]:
+    """Each claim's independence group (a representative claim id): claims with the same text, a source in common,
+    or sources admitted together are one group (union-find, deterministic)."""
+    parent = {c.id: c.id for c in claims}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    seen: dict[str, str] = {}
+    for c in sorted(claims, key=lambda c: c.id):
+        keys = ["t:" + c.text_key] + ["g:" + ledger.group_of.get(n, n) for n in c.writers]
+        for k in keys:
+            if k in seen:
+                union(seen[k], c.id)
+            else:
+                seen[k] = c.id
+    return {c.id: find(c.id) for c in claims}
+
+
+# -- scores and resolution -------------------------------------------------------------------------------------------
+
+
+def claim_score(c: Claim, ledger: Ledger, newest: int, t: int | None = None) -> int:
+    w = ledger.w
+    s = ledger.claim_weight(c, t)
+    s = s * (SCALE - w.confidence + w.confidence * c.confidence // SCALE) // SCALE
+    s = s * w.trust.get(c.trust, 0) // SCALE
+    return s if c.created_at >= newest else s * (SCALE - w.recency) // SCALE
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    slot: str
+    winner: str  # the winning value
+    scores: dict[str, int]  # value -> score
+    groups: dict[str, str]  # claim id -> independence group
+    claim_scores: dict[str, int]
+
+
+def decide(slot: str, claims: Sequence[Claim], ledger: Ledger, t: int | None = None) -> Verdict:
+    """The winning value of one slot's claims: each value scores the sum over independent groups of the group's best
+    claim for it; the highest wins, ties to the smaller value."""
+    groups = _groups(claims, ledger)
+    newest = max(c.created_at for c in claims)
+    cs = {c.id: claim_score(c, ledger, newest, t) for c in claims}
+    best: dict[tuple[str, str], int] = {}
+    for c in claims:
+        k = (c.value, groups[c.id])
+        best[k] = max(best.get(k, 0), cs[c.id])
+    scores: dict[str, int] = {}
+    for (value, _), s in sorted(best.items()):
+        scores[value] = scores.get(value, 0) + s
+    winner = min(scores, key=lambda v: (-scores[v], v))
+    return Verdict(slot, winner, scores, groups, cs)
+
+
+def corroborated(c: Claim, slot_claims: Sequence[Claim], ledger: Ledger, groups: Mapping[str, str]) -> bool:
+    """Whether an independent admitted source asserts the same value in the same slot."""
+    return any(
+        o.id != c.id
+        and o.value == c.value
+        and groups[o.id] != groups[c.id]
+        and ledger.claim_weight(o) >= ledger.w.admit
+        for o in slot_claims
+    )
+
+
+# -- slots over a set of claims --------------------------------------------------------------------------------------
+
+
+def slots_of(claims: Sequence[Claim], w: Weights, *, blocked: bool) -> dict[str, list[Claim]]:
+    """The slots among ``claims``: explicit ones by key, found ones as connected near-duplicates from different
+    sources (``blocked``: compared only within block keys, for a whole boundary; else every pair, for a frame's
+    candidates). Slots of one claim are left out."""
+    out: dict[str, list[Claim]] = {}
+    loose = []
+    for c in sorted(claims, key=lambda c: c.id):
+        if c.slot:
+            out.setdefault("s:" + c.slot, []).append(c)
+        elif len(c.tokens) >= MIN_TOKENS:
+            loose.append(c)
+    parent = {c.id: c.id for c in loose}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    pairs: set[tuple[int, int]] = set()
+    if blocked:
+        buckets: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for i, c in enumerate(loose):
+            buckets.setdefault(("h", c.tokens[:BLOCK]), []).append(i)
+            buckets.setdefault(("t", c.tokens[-BLOCK:]), []).append(i)
+        for idx in buckets.values():
+            if len(idx) <= BUCKET_MAX:
+                pairs.update((a, b) for n, a in enumerate(idx) for b in idx[n + 1 :])
+    else:
+        pairs = {(a, b) for a in range(len(loose)) for b in range(a + 1, len(loose))}
+    for a, b in sorted(pairs):
+        ca, cb = loose[a], loose[b]
+        if set(ca.writers) & set(cb.writers) or ca.text_key == cb.text_key:
+            continue
+        if near_duplicate(ca.tokens, cb.tokens, w) is not None:
+            ra, rb = find(ca.id), find(cb.id)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    comps: dict[str, list[Claim]] = {}
+    for c in loose:
+        comps.setdefault(find(c.id), []).append(c)
+    # An echo (the same text again) of a slot's claim joins the slot too.
+    by_text: dict[str, str] = {}
+    for root, members in sorted(comps.items()):
+        if len(members) > 1:
+            for c in members:
+                by_text.setdefault(c.text_key, root)
+    for root, members in sorted(comps.items()):
+        if len(members) == 1 and members[0].text_key in by_text and by_text[members[0].text_key] != root:
+            comps[by_text[members[0].text_key]].append(members[0])
+            members.clear()
+    for root, members in comps.items():
+        if len({c.value for c in members}) > 1:
+            out["n:" + root] = sorted(members, key=lambda c: c.id)
+    return {k: v for k, v in out.items() if len(v) > 1}
+
+
+def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int) -> Ledger:
+    """The boundary's ledger at ``now`` from its claims (see the module docstring)."""
+    ledger = Ledger(roster, w, now)
+    slots = slots_of(claims, w, blocked=True)
+    ledger.slots = slots
+    for key, members in slots.items():
+        for c in members:
+            ledger.slot_of.setdefault(c.id, key)
+    if ledger.kind == DEVICES:
+        return ledger
+
+    def at(c: Claim) -> int:
+        return max([c.created_at] + [ledger.members.get(n, 0) for n in c.writers])
+
+    slot_of: dict[str, str] = {}
+    for key, members in slots.items():
+        for c in members:
+            slot_of.setdefault(c.id, key)
+    seen: dict[str, list[Claim]] = {}
+    for c in sorted((c for c in claims if c.id in slot_of and at(c) <= now), key=lambda c: (at(c), c.id)):
+        t = at(c)
+        key = slot_of[c.id]
+        before = seen.setdefault(key, [])
+        before.append(c)
+        groups = _groups(before, ledger)
+        mine = groups[c.id]
+        for o in before[:-1]:
+            if o.value == c.value and groups[o.id] != mine:
+                for n in c.writers:
+                    ledger.gain(n, groups[o.id], ledger.claim_weight(o, t), t)
+                for n in o.writers:
+                    ledger.gain(n, mine, ledger.claim_weight(c, t), t)
+        if len({x.value for x in before}) < 2:
+            continue
+        v = decide(key, before, ledger, t)
+        top = v.scores[v.winner]
+        backed = max((ledger.claim_weight(x, t) for x in before if x.value == v.winner), default=0)
+        if backed < w.admit:  # only a winner an admitted source backs contradicts anyone
+            continue
+        for x in before:
+            if x.value != v.winner and v.scores[x.value] < top:
+                for n in x.writers:
+                    ledger.strike(n, key, t)
+    return ledger
+
+
+# -- a node's consensus: ledgers and frame resolutions -----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Resolution:
+    """What consensus decided for a frame's candidates: ids left out (and why), per contested slot a record, and per
+    winning claim the record that resolved it."""
+
+    dropped: dict[str, str] = dataclasses.field(default_factory=dict)  # id -> "contradicted" | "unadmitted"
+    records: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # record id -> record
+    resolved_by: dict[str, str] = dataclasses.field(default_factory=dict)  # winning claim id -> record id
+    ledgers: dict[str, str] = dataclasses.field(default_factory=dict)  # boundary id hex -> ledger version
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "rule": RULE_VERSION,
+            "ledgers": dict(sorted(self.ledgers.items())),
+            "records": [self.records[k] for k in sorted(self.records)],
+            "contradicted": sorted(i for i, why in self.dropped.items() if why == "contradicted"),
+            "unadmitted": sorted(i for i, why in self.dropped.items() if why == "unadmitted"),
+        }
+
+
+class AssetSource(Protocol):
+    def get(self, id_: str) -> Asset: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
+def record_of(bid: bytes, slot: str, verdict: Verdict, claims: Sequence[Claim], ledger: Ledger) -> dict[str, Any]:
+    """A resolution as a record: the same inputs give the same bytes on every member. Each candidate ``says`` what
+    sets it apart: an explicit slot's value, or a near-duplicate's own words where it differs from the winner's."""
+    ref = min((c for c in claims if c.value == verdict.winner), key=lambda c: c.id)
+
+    loser = min((c for c in claims if c.value != verdict.winner), key=lambda c: c.id, default=None)
+
+    def says(c: Claim) -> str:
+        if c.slot:
+            return c.value
+        other = ref if c.value != ref.value else loser
+        spans = None if other is None else near_duplicate(c.tokens, other.tokens, ledger.w)
+        return " … ".join(mine for mine, _ in spans) if spans else ""
+
+    body = {
+        "rule": RULE_VERSION,
+        "boundary": bid.hex(),
+        "slot": slot,
+        "ledger": ledger.version(),
+        "winner": verdict.winner,
+        "candidates": [
+            {
+                "id": c.id,
+                "value": c.value,
+                "says": says(c),
+                "sources": list(c.writers),
+                "group": verdict.groups[c.id],
+                "weight": ledger.claim_weight(c),
+                "score": verdict.claim_scores[c.id],
+                "won": c.value == verdict.winner,
+            }
+            for c in sorted(claims, key=lambda c: c.id)
+        ],
+        "scores": dict(sorted(verdict.scores.items())),
+    }
+    rid = "c_" + hashlib.blake2b(canonical_json(body).encode(), digest_size=10).hexdigest()
+    return {"record": rid, **body}
+
+
+class Consensus:
+    """A node's consensus over what replication brought it: ledgers per boundary (cached per store state and day)
+    and the resolution of a frame's candidates. ``local``: this node's id (its own claims are never held back on
+    it for want of corroboration)."""
+
+    def __init__(self, store: AssetSource, provenance: Provenance, local: str, weights: Weights | None = None) -> None:
+        self.store = store
+        self.provenance = provenance
+        self.local = local
+        self.w = weights or Weights()
+        self._claims: dict[tuple[str, bytes, tuple[str, ...]], Claim] = {}
+        self._ledgers: dict[bytes, tuple[tuple[tuple[int, int], int], Ledger]] = {}
+        # (ledger version, slot, the caller's candidates in it) -> (record, independence groups): frames and rounds
+        # of one frame that meet a slot again do not weigh it again
+        self._decided: dict[tuple[str, str, tuple[str, ...]], tuple[dict[str, Any], dict[str, str]]] = {}
+
+    def claim(self, bid: bytes, asset: Asset) -> Claim:
+        # No verified writer recorded: this node wrote it and has not sealed it yet (what arrives from a peer has its
+        # writer recorded in the commit that stores it).
+        writers = self.provenance.writers(bid, asset.id) or (self.local,)
+        key = (asset.id, asset.signature, writers)
+        c = self._claims.get(key)
+        if c is None:
+            if len(self._claims) > 200_000:
+                self._claims.clear()
+            c = self._claims[key] = claim_of(asset, writers)
+        return c
+
+    def ledger(self, bid: bytes, now: int) -> Ledger | None:
+        """The boundary's ledger, folded up to the end of ``now``'s day (so every member asked on one day, holding
+        one state, folds the same ledger); None when this node holds no roster for it. Folded again only when the
+        boundary's objects, its roster or the day change."""
+        roster = self.provenance.roster_of(bid)
+        if roster is None:
+            return None
+        day_end = (now // DAY_US + 1) * DAY_US
+        key = (self.provenance.boundary_version(bid), day_end)
+        hit = self._ledgers.get(bid)
+        if (
+            hit is not None
+            and hit[0] == key
+            and hit[1].members == {m.node: m.since for m in roster.members if m.role == "member"}
+        ):
+            return hit[1]
+        claims = []
+        for id_ in sorted(self.provenance.asset_ids(bid)):
+            try:
+                claims.append(self.claim(bid, self.store.get(id_)))
+            except GamlError:  # erased or unreadable here: not a claim this node can weigh
+                continue
+        ledger = fold(roster, claims, self.w, day_end)
+        self._ledgers[bid] = (key, ledger)
+        return ledger
+
+    def resolve(
+        self, assets: Sequence[Asset], now: int, allowed: Callable[[str], bool], *, gate: bool = True
+    ) -> Resolution:
+        """Decide for a frame's candidates: a candidate in a contested slot stays only if its value wins, and one
+        under the admission weight without independent admitted corroboration is held back. A slot is weighed over
+        its claims the caller may use (``allowed``: the caller's authorization, decided before) and within its
+        boundary only; the slots themselves are the ledger's (found over the whole boundary), so what a frame happens
+        to rank does not change a record: the same state and caller give the same records on every member.
+        ``gate``: hold back unadmitted claims too (a frame does; a search shows a new member's memory, resolving
+        contested slots only)."""
+        out = Resolution()
+        by_bid: dict[bytes, list[Asset]] = {}
+        for a in assets:
+            bid = self.provenance.boundary_of(a)
+            if bid is not None:
+                by_bid.setdefault(bid, []).append(a)
+        for bid, members in sorted(by_bid.items()):
+            ledger = self.ledger(bid, now)
+            if ledger is None:
+                continue
+            out.ledgers[bid.hex()] = ledger.version()
+            claims = [self.claim(bid, a) for a in members]
+            groups: dict[str, list[Claim]] = {}
+            for c in claims:
+                key = ledger.slot_of.get(c.id, "")
+                if key and key not in groups:
+                    groups[key] = [x for x in ledger.slots[key] if x.id == c.id or allowed(x.id)]
+            independent: dict[str, dict[str, str]] = {}
+            for key, group in sorted(groups.items()):
+                memo = (ledger.version(), key, tuple(c.id for c in group))
+                hit = self._decided.get(memo)
+                if hit is None:
+                    if len(self._decided) > 20_000:
+                        self._decided.clear()
+                    rec: dict[str, Any] = {}
+                    if len({c.value for c in group}) > 1:
+                        rec = record_of(bid, key, decide(key, group, ledger), group, ledger)
+                    hit = self._decided[memo] = (rec, _groups(group, ledger))
+                rec, independent[key] = hit
+                if not rec:
+                    continue
+                out.records[rec["record"]] = rec
+                for c in group:
+                    if c.value == rec["winner"]:
+                        out.resolved_by[c.id] = rec["record"]
+                    else:
+                        out.dropped[c.id] = "contradicted"
+            if ledger.kind == DEVICES or not gate:
+                continue
+            for c in claims:
+                if c.id in out.dropped or self.local in c.writers or ledger.claim_weight(c) >= self.w.admit:
+                    continue
+                key = ledger.slot_of.get(c.id, "")
+                if key not in groups or not corroborated(c, groups[key], ledger, independent[key]):
+                    out.dropped[c.id] = "unadmitted"
+        return out
+
+
+__all__ = [
+    "RULE_VERSION",
+    "SCALE",
+    "Claim",
+    "Consensus",
+    "Ledger",
+    "Provenance",
+    "Resolution",
+    "Verdict",
+    "Weights",
+    "claim_of",
+    "claim_score",
+    "corroborated",
+    "decide",
+    "fold",
+    "near_duplicate",
+    "slots_of",
+    "tokens",
+]
