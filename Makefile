@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-replication bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -89,6 +89,12 @@ SCALE_MINILM_N ?= 100000
 bench-scale: $(STAMP) ## one user's memory at SCALE_NS assets through the daemon (hash embedder), then SCALE_MINILM_N with MiniLM (0: none), against raw hnswlib and bm25s; writes bench/results/scale*
 	$(BIN)/python -m gaml.bench.scale_bench --ns $(SCALE_NS) --seed $(SEED) --out bench/results
 	if [ "$(SCALE_MINILM_N)" != 0 ]; then $(BIN)/python -m gaml.bench.scale_bench --ns $(SCALE_MINILM_N) --embedder minilm --seed $(SEED) --out bench/results; fi
+
+POISON ?= ../shared/data/poisonedrag/nq.json
+POISON_TARGETS ?= 0
+bench-poison: $(STAMP) ## the poisoning benchmark (50 nodes, real core, consensus vs none), adversary shares 0-0.5 in both modes; writes bench/results/poisoning.{json,png}
+	@test -f "$(POISON)" || { echo "no attack file at $(POISON) (set POISON=PATH)"; exit 2; }
+	$(BIN)/python -m gaml.simulations poisoning --data $(POISON) --seed 1 --targets $(POISON_TARGETS) --sweep --out bench/results/poisoning.json --plot bench/results/poisoning.png
 
 bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
 	$(BIN)/python -m gaml.bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results

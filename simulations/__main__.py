@@ -1,6 +1,10 @@
-"""``python -m gaml.simulations --seed N``: the replication simulation (simulations/replication.py) for one seed.
+"""``python -m gaml.simulations``: the simulations.
 
-Exit status 0 when every check holds; 1 with the seed to rerun when one fails.
+- ``[replication] --seed N [--seeds K]``: the replication simulation (simulations/replication.py); exit status 0 when
+  every check holds, 1 with the seed to rerun when one fails. (``replication`` is the default.)
+- ``poisoning --data FILE --adversary-share S --seed N [--mode fresh|farming] [--json]``: the poisoning benchmark
+  (simulations/poisoning.py); with ``--json`` the last line on stdout is one JSON object. ``--sweep`` runs the
+  shares 0 to 0.5 in both modes, ``--plot OUT`` draws the sweep (PNG), ``--out FILE`` writes every result (JSON).
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 
 from gaml.simulations.replication import Spec, check, run
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gaml.simulations", description=__doc__)
+def _replication(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m gaml.simulations [replication]", description=__doc__)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=1, help="run this many seeds from --seed on")
     p.add_argument("--nodes", type=int, default=Spec.nodes)
@@ -34,6 +39,108 @@ def main(argv: list[str] | None = None) -> int:
         summary["wall_s"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(summary))
     return 0
+
+
+SWEEP = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+def _poisoning(argv: list[str]) -> int:
+    from gaml.simulations import poisoning
+
+    p = argparse.ArgumentParser(prog="python -m gaml.simulations poisoning", description=poisoning.__doc__)
+    p.add_argument("--data", required=True, help="a PoisonedRAG-shaped attack file (e.g. nq.json)")
+    p.add_argument("--adversary-share", type=float, default=0.3)
+    p.add_argument("--mode", choices=poisoning.MODES, default="fresh")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--nodes", type=int, default=poisoning.Spec.nodes)
+    p.add_argument("--budget", type=int, default=poisoning.BUDGET)
+    p.add_argument("--targets", type=int, default=0, help="only the first this many targets (0: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per run (the last line: the last run)")
+    p.add_argument("--sweep", action="store_true", help="shares 0 to 0.5 in both modes")
+    p.add_argument("--out", type=Path, help="write every result here (JSON)")
+    p.add_argument("--plot", type=Path, help="draw the sweep here (PNG; with --sweep)")
+    args = p.parse_args(argv)
+    if not Path(args.data).is_file():
+        p.error(f"no attack file at {args.data}")
+    cases = [(m, s) for m in poisoning.MODES for s in SWEEP] if args.sweep else [(args.mode, args.adversary_share)]
+    results = []
+    for mode, share in cases:
+        try:
+            spec = poisoning.Spec(args.nodes, share, mode, args.budget, args.targets)
+        except ValueError as e:
+            p.error(str(e))
+        t0 = time.perf_counter()
+        try:
+            r = poisoning.run(args.data, args.seed, spec)
+        except AssertionError as e:
+            print(
+                f"FAILED: {e}\nreproduce: python -m gaml.simulations poisoning --data {args.data} "
+                f"--adversary-share {share} --mode {mode} --seed {args.seed}",
+                file=sys.stderr,
+            )
+            return 1
+        r["wall_s"] = round(time.perf_counter() - t0, 1)
+        results.append(r)
+        if args.json:
+            print(json.dumps(r), flush=True)
+        else:
+            b = r["baseline"]
+            print(
+                f"{mode:8s} adversaries {share:.0%}: poisoned frames {r['poisoned_target_share']:.3f} "
+                f"(baseline {b['poisoned_target_share']:.3f}), honest frames {r['honest_target_share']:.3f} "
+                f"(baseline {b['honest_target_share']:.3f}), {r['wall_s']} s",
+                flush=True,
+            )
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    if args.plot:
+        _plot(results, args.plot)
+    return 0
+
+
+def _plot(results: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for mode, style in (("fresh", "-"), ("farming", "--")):
+        rs = sorted((r for r in results if r["mode"] == mode), key=lambda r: r["adversary_share"])
+        if not rs:
+            continue
+        xs = [r["adversary_share"] for r in rs]
+        ax.plot(
+            xs, [r["poisoned_target_share"] for r in rs], "r" + style, marker="o", label=f"poisoned, consensus ({mode})"
+        )
+        ax.plot(
+            xs, [r["honest_target_share"] for r in rs], "g" + style, marker="o", label=f"honest, consensus ({mode})"
+        )
+        ax.plot(
+            xs,
+            [r["baseline"]["poisoned_target_share"] for r in rs],
+            "k" + style,
+            marker="x",
+            alpha=0.6,
+            label=f"poisoned, no consensus ({mode})",
+        )
+    ax.set_xlabel("adversarial share of the boundary's nodes")
+    ax.set_ylabel("share of target frames")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center right")
+    ax.set_title("PoisonedRAG NQ through the real core: frames holding an attack text / the honest claim")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "poisoning":
+        return _poisoning(argv[1:])
+    if argv and argv[0] == "replication":
+        argv = argv[1:]
+    return _replication(argv)
 
 
 if __name__ == "__main__":

@@ -247,6 +247,14 @@ class SimNetwork:
             self.step()
         self.clock.advance_to(when_us)
 
+    def skip_to(self, when_us: int) -> None:
+        """Jump an idle network's clock to ``when_us`` (nothing in flight; the ticks in between are not run), for
+        worlds that live over months of simulated time and talk only now and then."""
+        if self._queue:
+            raise ValueError("frames are in flight: run the network before skipping time")
+        self.clock.advance_to(when_us)
+        self._next_tick = max(self._next_tick, self.clock.now() + self._tick_us)
+
     def run_for(self, duration_us: int) -> None:
         self.run_until(self.clock.now() + duration_us)
 
