@@ -345,6 +345,8 @@ def run(data: str | Path, seed: int, spec: Spec) -> dict[str, Any]:
             compared += 1
             if ra[slot] != rb[slot]:
                 raise AssertionError(f"seed={seed}: the victim's and the witness's records of slot {slot} differ")
+    if w.adversaries and not compared:
+        raise AssertionError(f"seed={seed}: the witness resolved none of the victim's contested slots")
     out = {
         "targets": len(targets),
         **w.measure(with_c),

@@ -449,9 +449,11 @@ def slots_of(claims: Sequence[Claim], w: Weights, *, blocked: bool) -> dict[str,
         if len(members) == 1 and members[0].text_key in by_text and by_text[members[0].text_key] != root:
             comps[by_text[members[0].text_key]].append(members[0])
             members.clear()
-    for root, members in comps.items():
+    for members in comps.values():
         if len({c.value for c in members}) > 1:
-            out["n:" + root] = sorted(members, key=lambda c: c.id)
+            ids = "\x00".join(sorted(c.id for c in members))
+            # Keyed by a digest of its members, not by one of them (which the caller may not be allowed to read).
+            out["n:" + hashlib.blake2b(ids.encode(), digest_size=12).hexdigest()] = sorted(members, key=lambda c: c.id)
     return {k: v for k, v in out.items() if len(v) > 1}
 
 
@@ -509,7 +511,7 @@ class Resolution:
     """What consensus decided for a frame's candidates: ids left out (and why), per contested slot a record, and per
     winning claim the record that resolved it."""
 
-    dropped: dict[str, str] = dataclasses.field(default_factory=dict)  # id -> "contradicted" | "unadmitted"
+    dropped: dict[str, str] = dataclasses.field(default_factory=dict)  # id -> "contradicted" | "unadmitted" | "future"
     records: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # record id -> record
     resolved_by: dict[str, str] = dataclasses.field(default_factory=dict)  # winning claim id -> record id
     ledgers: dict[str, str] = dataclasses.field(default_factory=dict)  # boundary id hex -> ledger version
@@ -521,6 +523,7 @@ class Resolution:
             "records": [self.records[k] for k in sorted(self.records)],
             "contradicted": sorted(i for i, why in self.dropped.items() if why == "contradicted"),
             "unadmitted": sorted(i for i, why in self.dropped.items() if why == "unadmitted"),
+            "future": sorted(i for i, why in self.dropped.items() if why == "future"),
         }
 
 
@@ -584,7 +587,7 @@ class Consensus:
         self._ledgers: dict[bytes, tuple[tuple[tuple[int, int], int], Ledger]] = {}
         # (ledger version, slot, the caller's candidates in it) -> (record, independence groups): frames and rounds
         # of one frame that meet a slot again do not weigh it again
-        self._decided: dict[tuple[str, str, tuple[str, ...]], tuple[dict[str, Any], dict[str, str]]] = {}
+        self._decided: dict[tuple[str, str, tuple[Any, ...]], tuple[dict[str, Any], dict[str, str]]] = {}
 
     def claim(self, bid: bytes, asset: Asset) -> Claim:
         # No verified writer recorded: this node wrote it and has not sealed it yet (what arrives from a peer has its
@@ -645,15 +648,23 @@ class Consensus:
             if ledger is None:
                 continue
             out.ledgers[bid.hex()] = ledger.version()
-            claims = [self.claim(bid, a) for a in members]
+            claims = []
+            for a in members:
+                c = self.claim(bid, a)
+                if c.created_at > ledger.now:  # dated after today: not a claim yet (nor weighed, nor shown)
+                    out.dropped[c.id] = "future"
+                else:
+                    claims.append(c)
             groups: dict[str, list[Claim]] = {}
             for c in claims:
                 key = ledger.slot_of.get(c.id, "")
                 if key and key not in groups:
-                    groups[key] = [x for x in ledger.slots[key] if x.id == c.id or allowed(x.id)]
+                    groups[key] = [
+                        x for x in ledger.slots[key] if (x.id == c.id or allowed(x.id)) and x.created_at <= ledger.now
+                    ]
             independent: dict[str, dict[str, str]] = {}
             for key, group in sorted(groups.items()):
-                memo = (ledger.version(), key, tuple(c.id for c in group))
+                memo = (ledger.version(), key, tuple((c.id, c.value, c.writers, c.created_at) for c in group))
                 hit = self._decided.get(memo)
                 if hit is None:
                     if len(self._decided) > 20_000:

@@ -657,7 +657,7 @@ class Hydrator:
             self._recent(keep, units, fact_cap)
         self._check(req.goal, units, RERANK * fact_cap)
         if self.consensus is not None:
-            self._resolve(units, keep, req.now, RERANK * fact_cap, res)
+            self._resolve(units, auth.keep, req.now, RERANK * fact_cap, res)  # a slot is weighed whole
         ordered = sorted(units.values(), key=_priority)
         focus = ([u for u in ordered if not u.empty] or ordered)[: seg.seeds]
         for u in units.values():
@@ -667,7 +667,7 @@ class Hydrator:
         self._goal_matches(req.goal, keep, units, seg.seeds)
         self._walk(seg.walk, keep, units)
         if self.consensus is not None:
-            self._resolve(units, keep, req.now, RERANK * fact_cap, res)
+            self._resolve(units, auth.keep, req.now, RERANK * fact_cap, res)
         self._check_empty(units.values())  # what the goal matches and the walk brought in
         for key in shown & units.keys():
             del units[key]

@@ -809,7 +809,32 @@ class Replica:
     def writers(self, bid: bytes, asset_id: str) -> tuple[str, ...]:
         """The members whose verified snapshots changed the asset in that boundary here, sorted (this node for its
         own writes); () for an asset this node holds no document of there."""
-        return tuple(sorted(self._writers.get((bid, asset_id), ())))
+        got = self._writers.get((bid, asset_id))
+        if got is None:
+            got = self._writers_from_objects(bid, asset_id)
+        return tuple(sorted(got))
+
+    def _writers_from_objects(self, bid: bytes, asset_id: str) -> set[str]:
+        """The writers of the snapshots of an asset this node keeps, for a store replicated before writers were
+        recorded (kept in memory: a read path writes nothing). Empty for a local write not sealed yet."""
+        b = self._bounds.get(bid)
+        out: set[str] = set()
+        if b is None:
+            return out
+        oids = sorted(
+            o
+            for o in self._by_asset.get(asset_id, ())
+            if self._objs[o].bid == bid and self._objs[o].flag in (CURRENT, SEEN)
+        )
+        for oid in oids:
+            for obj in self.objects(bid, [oid]):  # nothing for an object whose bytes are gone
+                try:
+                    out.add(open_object(obj, b.keys, oid=oid).writer)
+                except BadObject:
+                    continue
+        if out:
+            self._writers[(bid, asset_id)] = out
+        return out
 
     def roster_of(self, bid: bytes) -> Roster | None:
         b = self._bounds.get(bid)

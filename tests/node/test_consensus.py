@@ -223,3 +223,58 @@ def test_the_founder_weighs_fully_and_a_new_member_must_earn_its_weight() -> Non
     assert after.weight(node(0)) == SCALE and after.weight(node(2)) == W.start // 2
     v = decide("s", [a, b], after)
     assert v.winner == a.value
+
+
+class _World:
+    """Just enough of a store and a replica for Consensus: one boundary, assets by id, each written by one member."""
+
+    def __init__(self, r: membership.Roster) -> None:
+        self.r, self.assets, self.by, self.version = r, {}, {}, 0
+        self.seq = 0
+
+    def put(self, a: Asset, writer: int) -> None:
+        self.assets[a.id], self.by[a.id] = a, node(writer)
+        self.version += 1
+
+    def get(self, id_: str) -> Asset:
+        return self.assets[id_]
+
+    def boundary_of(self, a: Asset) -> bytes | None:
+        return b"\x02" * 16
+
+    def writers(self, bid: bytes, id_: str) -> tuple[str, ...]:
+        return (self.by[id_],)
+
+    def roster_of(self, bid: bytes) -> membership.Roster:
+        return self.r
+
+    def asset_ids(self, bid: bytes) -> list[str]:
+        return sorted(self.assets)
+
+    def boundary_version(self, bid: bytes) -> tuple[int, int]:
+        return (len(self.assets), self.version)
+
+
+def test_an_edited_claim_is_weighed_again_not_answered_from_an_old_decision() -> None:
+    import dataclasses
+
+    from gaml.node.core.consensus import Consensus
+
+    world = _World(roster({0: 0, 1: DAY_US}, kind="devices"))
+    a = fact("a", "x", DAY_US, subject="door", attribute="code", value=1)
+    b = fact("b", "y", 2 * DAY_US, subject="door", attribute="code", value=2)
+    world.put(a, 0)
+    world.put(b, 1)
+    c = Consensus(world, world, node(0))
+    first = c.resolve([a, b], 3 * DAY_US, lambda _: True)
+    (rec,) = first.records.values()
+    assert rec["winner"] == "2" and first.dropped == {a.id: "contradicted"}  # the newer claim, both full weight
+    b2 = dataclasses.replace(b, payload={**b.payload, "value": 3}, signature=b"\x01" * 64)
+    world.put(b2, 1)
+    again = c.resolve([a, b2], 3 * DAY_US, lambda _: True)
+    (rec2,) = again.records.values()
+    assert rec2["winner"] == "3" and again.dropped == {a.id: "contradicted"}
+    future = fact("f", "z", 30 * DAY_US, subject="door", attribute="code", value=9)
+    world.put(future, 1)
+    later = c.resolve([a, b2, future], 3 * DAY_US, lambda _: True)
+    assert later.dropped[future.id] == "future" and "9" not in {r["winner"] for r in later.records.values()}
