@@ -129,7 +129,7 @@ def _plot(results: list[dict], out: Path) -> None:
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center right")
-    ax.set_title("PoisonedRAG NQ through the real core: frames holding an attack text / the honest claim")
+    ax.set_title("Poisoning: target frames holding an attack text or the honest claim", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
 
