@@ -92,9 +92,9 @@ bench-scale: $(STAMP) ## one user's memory at SCALE_NS assets through the daemon
 
 POISON ?= ../shared/data/poisonedrag/nq.json
 POISON_TARGETS ?= 0
-bench-poison: $(STAMP) ## the poisoning benchmark (50 nodes, real core, consensus vs none), adversary shares 0-0.5 in both modes; writes bench/results/poisoning.{json,png}
+bench-poison: $(STAMP) ## the poisoning benchmark (50 nodes, real core, consensus vs none), adversary shares 0-0.5 in both modes; writes bench/results/poisoning.{json,md,png}
 	@test -f "$(POISON)" || { echo "no attack file at $(POISON) (set POISON=PATH)"; exit 2; }
-	$(BIN)/python -m gaml.simulations poisoning --data $(POISON) --seed 1 --targets $(POISON_TARGETS) --sweep --out bench/results/poisoning.json --plot bench/results/poisoning.png
+	$(BIN)/python -m gaml.simulations poisoning --data $(POISON) --seed 1 --targets $(POISON_TARGETS) --sweep --out bench/results/poisoning.json --plot bench/results/poisoning.png --table bench/results/poisoning.md
 
 bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
 	$(BIN)/python -m gaml.bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results

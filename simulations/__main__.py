@@ -59,6 +59,7 @@ def _poisoning(argv: list[str]) -> int:
     p.add_argument("--sweep", action="store_true", help="shares 0 to 0.5 in both modes")
     p.add_argument("--out", type=Path, help="write every result here (JSON)")
     p.add_argument("--plot", type=Path, help="draw the sweep here (PNG; with --sweep)")
+    p.add_argument("--table", type=Path, help="write the results here as a Markdown table")
     args = p.parse_args(argv)
     if not Path(args.data).is_file():
         p.error(f"no attack file at {args.data}")
@@ -95,7 +96,39 @@ def _poisoning(argv: list[str]) -> int:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
     if args.plot:
         _plot(results, args.plot)
+    if args.table:
+        args.table.write_text(_table(results, args.seed))
     return 0
+
+
+def _table(results: list[dict], seed: int) -> str:
+    head = (
+        "| mode | adversaries | poisoned frames | poisoned tokens | honest frames | baseline poisoned frames | "
+        "baseline poisoned tokens | baseline honest frames | search top-5 poison (baseline) | adversaries ever "
+        "admitted | max strikes to fall | hydrate p50 ms (baseline) |"
+    )
+    lines = [
+        "# Poisoning benchmark (`python -m gaml.simulations poisoning`)",
+        "",
+        f"Seed {seed}; {results[0]['nodes'] if results else 0} nodes running the real core over the real sync engine; "
+        "the victim hydrates every target question with consensus and, in the same run, without it (baseline). "
+        "`fresh`: adversaries admitted half-way, injecting at once; `farming`: admitted at the start, honest for the "
+        "first half, then defecting. Search: the share of attack texts in the top 5 of governed search.",
+        "",
+        head,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        b, led, h = r["baseline"], r["ledger"], r["hydrate_ms"]
+        fell = "–" if led["strikes_to_fall_max"] is None else led["strikes_to_fall_max"]
+        lines.append(
+            f"| {r['mode']} | {r['adversary_share']:.0%} ({r['adversaries']}) | {r['poisoned_target_share']:.3f} | "
+            f"{r['poisoned_token_share']:.3f} | {r['honest_target_share']:.3f} | {b['poisoned_target_share']:.3f} | "
+            f"{b['poisoned_token_share']:.3f} | {b['honest_target_share']:.3f} | {r['search_top5_poison_share']:.3f} "
+            f"({r['baseline_search_top5_poison_share']:.3f}) | {led['ever_admitted']} | {fell} | "
+            f"{h['consensus_p50']} ({h['baseline_p50']}) |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _plot(results: list[dict], out: Path) -> None:

@@ -30,7 +30,9 @@ def test_without_adversaries_consensus_changes_nothing_the_frames_hold(poison_pa
     assert r["honest_target_share"] == r["baseline"]["honest_target_share"] == 1.0
 
 
-def test_the_command_prints_one_json_object_last(poison_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_prints_one_json_object_last(
+    poison_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(
         [
             "poisoning",
@@ -45,6 +47,8 @@ def test_the_command_prints_one_json_object_last(poison_path: Path, capsys: pyte
             "--targets",
             "3",
             "--json",
+            "--table",
+            str(tmp_path / "t.md"),
         ]
     )
     assert code == 0
@@ -60,6 +64,9 @@ def test_the_command_prints_one_json_object_last(poison_path: Path, capsys: pyte
     ):
         assert k in last
     assert last["seed"] == 2 and last["adversary_share"] == 0.2
+    table = (tmp_path / "t.md").read_text().splitlines()
+    row = next(line for line in table if line.startswith("| fresh | 20%"))
+    assert f"| {last['poisoned_target_share']:.3f} |" in row
 
 
 def test_bad_arguments_are_refused_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
