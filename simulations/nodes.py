@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from gaml.crdt.sync import Sync
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.node import Node
+from gaml.node.core.replica import Replica
 from gaml.node.core.store.blobs import MemoryBlobs
 from gaml.node.core.store.kv import KV, MemoryKV
 from gaml.node.core.store.store import Store
@@ -24,4 +28,30 @@ def make_node(seed: int, *, dim: int = 32, kv: KV | None = None) -> Node:
     return Node(store, HashEmbedder(dim))
 
 
-__all__ = ["make_node"]
+class SyncEndpoint:
+    """A node's sync engine on the simulated network, which speaks of names where the engine speaks of node ids.
+    ``name_of``: node id -> name; ``replicas``: name -> replica (both the world's, filled before the network runs)."""
+
+    def __init__(
+        self, name_of: Mapping[str, str], replicas: Mapping[str, Replica], replica: Replica, sync: Sync
+    ) -> None:
+        self.name_of, self.replicas, self.replica, self.sync = name_of, replicas, replica, sync
+
+    def _out(self, effects: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+        return [(self.name_of[peer], frame) for peer, frame in effects]
+
+    def connected(self, peer: str, now: int) -> list[tuple[str, bytes]]:
+        return self._out(self.sync.connected(self.replicas[peer].node_id, now))
+
+    def received(self, peer: str, frame: bytes, now: int) -> list[tuple[str, bytes]]:
+        return self._out(self.sync.received(self.replicas[peer].node_id, frame, now))
+
+    def disconnected(self, peer: str) -> None:
+        self.sync.disconnected(self.replicas[peer].node_id)
+
+    def tick(self, now: int) -> list[tuple[str, bytes]]:
+        self.replica.pump(now)
+        return self._out(self.sync.tick(now))
+
+
+__all__ = ["SyncEndpoint", "make_node"]

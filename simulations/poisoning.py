@@ -44,7 +44,7 @@ from gaml.policy import crypto
 from gaml.policy.access import Principal
 from gaml.policy.model import canonical_json
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimClock, SimNetwork
-from gaml.simulations.nodes import make_node
+from gaml.simulations.nodes import SyncEndpoint, make_node
 
 HISTORY_END: Final = 365 * DAY_US
 RUN_DAYS: Final = 120
@@ -99,27 +99,6 @@ def twins(target: Mapping[str, Any]) -> list[str]:
     return [t.replace(wrong, right) for t in target["adv_texts"] if wrong and wrong in t]
 
 
-class _Endpoint:
-    def __init__(self, w: World, replica: Replica, sync: Sync) -> None:
-        self.w, self.replica, self.sync = w, replica, sync
-
-    def _out(self, effects: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-        return [(self.w.name_of[peer], frame) for peer, frame in effects]
-
-    def connected(self, peer: str, now: int) -> list[tuple[str, bytes]]:
-        return self._out(self.sync.connected(self.w.replicas[peer].node_id, now))
-
-    def received(self, peer: str, frame: bytes, now: int) -> list[tuple[str, bytes]]:
-        return self._out(self.sync.received(self.w.replicas[peer].node_id, frame, now))
-
-    def disconnected(self, peer: str) -> None:
-        self.sync.disconnected(self.w.replicas[peer].node_id)
-
-    def tick(self, now: int) -> list[tuple[str, bytes]]:
-        self.replica.pump(now)
-        return self._out(self.sync.tick(now))
-
-
 def _draft(text: str, **payload: Any) -> dict[str, Any]:
     return {
         "owner_id": OWNER,
@@ -152,7 +131,7 @@ class World:
         for name in self.names:
             rep = self.replicas[name]
             sync = Sync(rep, crypto.SeededEntropy(seed * 1000 + 500 + self.names.index(name)), retry_after=RETRY_US)
-            self.net.add(name, _Endpoint(self, rep, sync))
+            self.net.add(name, SyncEndpoint(self.name_of, self.replicas, rep, sync))
         self.poison: dict[str, str] = {}  # asset id -> target id
         self.honest_claims: dict[str, str] = {}  # asset id -> target id
         self.bid = b""

@@ -28,7 +28,7 @@ from gaml.node.core.replica import Replica, record_of
 from gaml.policy import crypto
 from gaml.policy.errors import NotFound
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
-from gaml.simulations.nodes import make_node
+from gaml.simulations.nodes import SyncEndpoint, make_node
 
 # Times are microseconds, the unit of ``now`` in the core (asset times) and in the daemon.
 RETRY_US: Final = 1 * US_PER_S
@@ -119,7 +119,7 @@ class Cluster:
         for i, name in enumerate(self.names):
             rep = self.replicas[name]
             sync = Sync(rep, crypto.SeededEntropy(seed * 1000 + 500 + i), retry_after=RETRY_US)
-            self.net.add(name, _Named(self, rep, sync))
+            self.net.add(name, SyncEndpoint(self.by_id, self.replicas, rep, sync))
         self.groups = world(spec.nodes)
         self.bids: dict[str, bytes] = {}
         for g in self.groups:
@@ -140,29 +140,6 @@ class Cluster:
     def now(self) -> int:
         """The simulated time in microseconds: the ``now`` the nodes are given."""
         return self.net.clock.now()
-
-
-class _Named:
-    """An endpoint that translates between network names and node ids."""
-
-    def __init__(self, cluster: Cluster, replica: Replica, sync: Sync) -> None:
-        self.c, self.replica, self.sync = cluster, replica, sync
-
-    def _out(self, effects: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-        return [(self.c.by_id[peer], frame) for peer, frame in effects]
-
-    def connected(self, peer: str, now: int) -> list[tuple[str, bytes]]:
-        return self._out(self.sync.connected(self.c.replicas[peer].node_id, now))
-
-    def received(self, peer: str, frame: bytes, now: int) -> list[tuple[str, bytes]]:
-        return self._out(self.sync.received(self.c.replicas[peer].node_id, frame, now))
-
-    def disconnected(self, peer: str) -> None:
-        self.sync.disconnected(self.c.replicas[peer].node_id)
-
-    def tick(self, now: int) -> list[tuple[str, bytes]]:
-        self.replica.pump(now)
-        return self._out(self.sync.tick(now))
 
 
 def run(seed: int, spec: Spec = Spec()) -> Cluster:

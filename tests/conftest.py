@@ -26,19 +26,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _data(request: pytest.FixtureRequest, option: str, what: str, env: str) -> Path:
+    """The data file an option names; the test skips, saying so, where it is absent."""
+    path = Path(request.config.getoption(f"--{option}"))
+    if not path.is_file():
+        pytest.skip(f"{what} not found at {path} (pass --{option} PATH or set {env})")
+    return path
+
+
 @pytest.fixture(scope="session")
 def locomo_path(request: pytest.FixtureRequest) -> Path:
     """The LoCoMo development set; tests that need it skip, saying so, where it is absent."""
-    path = Path(request.config.getoption("--locomo"))
-    if not path.is_file():
-        pytest.skip(f"LoCoMo data not found at {path} (pass --locomo PATH or set GAML_LOCOMO)")
-    return path
+    return _data(request, "locomo", "LoCoMo data", "GAML_LOCOMO")
 
 
 @pytest.fixture(scope="session")
 def poison_path(request: pytest.FixtureRequest) -> Path:
     """A PoisonedRAG attack file; tests that need it skip, saying so, where it is absent."""
-    path = Path(request.config.getoption("--poison"))
-    if not path.is_file():
-        pytest.skip(f"PoisonedRAG data not found at {path} (pass --poison PATH or set GAML_POISON)")
-    return path
+    return _data(request, "poison", "PoisonedRAG data", "GAML_POISON")

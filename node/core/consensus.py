@@ -128,9 +128,6 @@ class Claim:
     confidence: int
     trust: str
 
-    def json(self) -> dict[str, Any]:
-        return {"id": self.id, "sources": list(self.writers), "value": self.value}
-
 
 def tokens(text: str) -> tuple[str, ...]:
     return tuple(_TOKEN.findall(text.lower()))
@@ -179,7 +176,7 @@ class _Rep:
     rep: int
     at: int  # when ``rep`` was last brought up to date
     since: int
-    struck: bool = False  # contradicted once: age no longer vouches for it
+    struck: bool = False  # contradicted once (a struck founder no longer decays toward full weight)
 
 
 def _decayed(r: _Rep, t: int, w: Weights, start: int) -> int:
@@ -296,55 +293,40 @@ class Ledger:
         self._version = "l_" + hashlib.blake2b(body.encode(), digest_size=8).hexdigest()
         return self._version
 
-    def json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "version": self.version(),
-            "at": self.now,
-            "members": [
-                {
-                    "node": n,
-                    "since": self.members[n],
-                    "weight": self.weight(n),
-                    "admitted": self.weight(n) >= self.w.admit,
-                    "contradicted": self.reps[n].struck,
-                }
-                for n in sorted(self.members)
-            ],
-        }
 
+class _Components:
+    """Union-find over claim ids; a component is named by its smallest id, so the result does not depend on the
+    order of the unions."""
 
-def group_key(c: Claim, ledger: Ledger) -> str:
-    """The independence group of one claim alone: its first source's admission group (echoes are merged by
-    :func:`_groups`)."""
-    return min((ledger.group_of.get(n, n) for n in c.writers), default=c.id)
+    def __init__(self, ids: Iterable[str]) -> None:
+        self.parent = {i: i for i in ids}
 
-
-def _groups(claims: Sequence[Claim], ledger: Ledger) -> dict[str, str]:
-    """Each claim's independence group (a representative claim id): claims with the same text, a source in common,
-    or sources admitted together are one group (union-find, deterministic)."""
-    parent = {c.id: c.id for c in claims}
-
-    def find(x: str) -> str:
+    def find(self, x: str) -> str:
+        parent = self.parent
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
         if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+            self.parent[max(ra, rb)] = min(ra, rb)
 
+
+def _groups(claims: Sequence[Claim], ledger: Ledger) -> dict[str, str]:
+    """Each claim's independence group (a representative claim id): claims with the same text, a source in common,
+    or sources admitted together are one group."""
+    comps = _Components(c.id for c in claims)
     seen: dict[str, str] = {}
     for c in sorted(claims, key=lambda c: c.id):
         keys = ["t:" + c.text_key] + ["g:" + ledger.group_of.get(n, n) for n in c.writers]
         for k in keys:
             if k in seen:
-                union(seen[k], c.id)
+                comps.union(seen[k], c.id)
             else:
                 seen[k] = c.id
-    return {c.id: find(c.id) for c in claims}
+    return {c.id: comps.find(c.id) for c in claims}
 
 
 # -- scores and resolution -------------------------------------------------------------------------------------------
@@ -398,10 +380,10 @@ def corroborated(c: Claim, slot_claims: Sequence[Claim], ledger: Ledger, groups:
 # -- slots over a set of claims --------------------------------------------------------------------------------------
 
 
-def slots_of(claims: Sequence[Claim], w: Weights, *, blocked: bool) -> dict[str, list[Claim]]:
-    """The slots among ``claims``: explicit ones by key, found ones as connected near-duplicates from different
-    sources (``blocked``: compared only within block keys, for a whole boundary; else every pair, for a frame's
-    candidates). Slots of one claim are left out."""
+def slots_of(claims: Sequence[Claim], w: Weights) -> dict[str, list[Claim]]:
+    """The slots among a boundary's ``claims``: explicit ones by key, found ones as connected near-duplicates from
+    different sources (compared only within block keys: texts sharing their first or last :data:`BLOCK` words).
+    Slots of one claim are left out."""
     out: dict[str, list[Claim]] = {}
     loose = []
     for c in sorted(claims, key=lambda c: c.id):
@@ -409,36 +391,24 @@ def slots_of(claims: Sequence[Claim], w: Weights, *, blocked: bool) -> dict[str,
             out.setdefault("s:" + c.slot, []).append(c)
         elif len(c.tokens) >= MIN_TOKENS:
             loose.append(c)
-    parent = {c.id: c.id for c in loose}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    near = _Components(c.id for c in loose)
     pairs: set[tuple[int, int]] = set()
-    if blocked:
-        buckets: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        for i, c in enumerate(loose):
-            buckets.setdefault(("h", c.tokens[:BLOCK]), []).append(i)
-            buckets.setdefault(("t", c.tokens[-BLOCK:]), []).append(i)
-        for idx in buckets.values():
-            if len(idx) <= BUCKET_MAX:
-                pairs.update((a, b) for n, a in enumerate(idx) for b in idx[n + 1 :])
-    else:
-        pairs = {(a, b) for a in range(len(loose)) for b in range(a + 1, len(loose))}
+    buckets: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    for i, c in enumerate(loose):
+        buckets.setdefault(("h", c.tokens[:BLOCK]), []).append(i)
+        buckets.setdefault(("t", c.tokens[-BLOCK:]), []).append(i)
+    for idx in buckets.values():
+        if len(idx) <= BUCKET_MAX:
+            pairs.update((a, b) for n, a in enumerate(idx) for b in idx[n + 1 :])
     for a, b in sorted(pairs):
         ca, cb = loose[a], loose[b]
         if set(ca.writers) & set(cb.writers) or ca.text_key == cb.text_key:
             continue
         if near_duplicate(ca.tokens, cb.tokens, w) is not None:
-            ra, rb = find(ca.id), find(cb.id)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
+            near.union(ca.id, cb.id)
     comps: dict[str, list[Claim]] = {}
     for c in loose:
-        comps.setdefault(find(c.id), []).append(c)
+        comps.setdefault(near.find(c.id), []).append(c)
     # An echo (the same text again) of a slot's claim joins the slot too.
     by_text: dict[str, str] = {}
     for root, members in sorted(comps.items()):
@@ -460,7 +430,7 @@ def slots_of(claims: Sequence[Claim], w: Weights, *, blocked: bool) -> dict[str,
 def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int) -> Ledger:
     """The boundary's ledger at ``now`` from its claims (see the module docstring)."""
     ledger = Ledger(roster, w, now)
-    slots = slots_of(claims, w, blocked=True)
+    slots = slots_of(claims, w)
     ledger.slots = slots
     for key, members in slots.items():
         for c in members:
@@ -530,9 +500,6 @@ class Resolution:
 class AssetSource(Protocol):
     def get(self, id_: str) -> Asset: ...
 
-    @property
-    def seq(self) -> int: ...
-
 
 def record_of(bid: bytes, slot: str, verdict: Verdict, claims: Sequence[Claim], ledger: Ledger) -> dict[str, Any]:
     """A resolution as a record: the same inputs give the same bytes on every member. Each candidate ``says`` what
@@ -584,7 +551,7 @@ class Consensus:
         self.local = local
         self.w = weights or Weights()
         self._claims: dict[tuple[str, bytes, tuple[str, ...]], Claim] = {}
-        self._ledgers: dict[bytes, tuple[tuple[tuple[int, int], int], Ledger]] = {}
+        self._ledgers: dict[bytes, tuple[tuple[tuple[int, int], int, int], Ledger]] = {}
         # (ledger version, slot, the caller's candidates in it) -> (record, independence groups): frames and rounds
         # of one frame that meet a slot again do not weigh it again
         self._decided: dict[tuple[str, str, tuple[Any, ...]], tuple[dict[str, Any], dict[str, str]]] = {}
@@ -609,13 +576,9 @@ class Consensus:
         if roster is None:
             return None
         day_end = (now // DAY_US + 1) * DAY_US
-        key = (self.provenance.boundary_version(bid), day_end)
+        key = (self.provenance.boundary_version(bid), roster.version, day_end)  # a new roster: new members
         hit = self._ledgers.get(bid)
-        if (
-            hit is not None
-            and hit[0] == key
-            and hit[1].members == {m.node: m.since for m in roster.members if m.role == "member"}
-        ):
+        if hit is not None and hit[0] == key:
             return hit[1]
         claims = []
         for id_ in sorted(self.provenance.asset_ids(bid)):

@@ -261,25 +261,29 @@ def test_a_relay_carries_ciphertext_it_cannot_read() -> None:
     assert relay.counters["carried"] == 1
 
 
-def test_state_survives_a_restart() -> None:
-    a, b, bid = pair()
-    a.node.put([private("alice likes green tea")], NOW)
-    transfer(a, b, bid)
-    b.set_cursor(bid, a.node_id, 7)
-    before = (b.state(), b.describe(), b.boundary_ids())
-    store = b.node.store
-    kv = store.kv.reopened()  # type: ignore[attr-defined]
+def restarted(rep: Replica) -> Replica:
+    """The replica of the same store, reopened from what it wrote (its in-memory state rebuilt from disk)."""
+    from gaml.node.core.node import Node
+
+    store = rep.node.store
     again = Store.open(
-        kv,
+        store.kv.reopened(),  # type: ignore[attr-defined]
         store.blobs,
         store.keychain,
         crypto.SigningKey(store.keychain.get(NODE_IDENTITY_REF)),
         store.index_factory,
         store.entropy,
     )
-    from gaml.node.core.node import Node
+    return Replica(Node(again, rep.node.embedder))
 
-    b2 = Replica(Node(again, b.node.embedder))
+
+def test_state_survives_a_restart() -> None:
+    a, b, bid = pair()
+    a.node.put([private("alice likes green tea")], NOW)
+    transfer(a, b, bid)
+    b.set_cursor(bid, a.node_id, 7)
+    before = (b.state(), b.describe(), b.boundary_ids())
+    b2 = restarted(b)
     assert (b2.state(), b2.describe(), b2.boundary_ids()) == before
     assert b2.cursor(bid, a.node_id) == 7 and b2.pump(NOW) == 0
 
@@ -495,19 +499,7 @@ def test_an_assets_sources_are_the_members_whose_verified_snapshots_changed_it()
     assert a.boundary_of(a.node.store.get(i)) == bid and a.asset_ids(bid) == [i]
     roster = a.roster_of(bid)
     assert roster is not None and {m.node for m in roster.members} == {a.node_id, b.node_id}
-    store = a.node.store
-    kv = store.kv.reopened()  # type: ignore[attr-defined]
-    again = Store.open(
-        kv,
-        store.blobs,
-        store.keychain,
-        crypto.SigningKey(store.keychain.get(NODE_IDENTITY_REF)),
-        store.index_factory,
-        store.entropy,
-    )
-    from gaml.node.core.node import Node
-
-    a2 = Replica(Node(again, a.node.embedder))
+    a2 = restarted(a)
     assert a2.writers(bid, i) == a.writers(bid, i)
     a2.node.delete(i, NOW + 3)
     a2.pump(NOW + 3)
