@@ -19,6 +19,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from gaml.node.core.consensus import Weights
 from gaml.node.core.embed import Embedder, HashEmbedder
 from gaml.node.core.memory.curate import Curator, ExtractiveCurator
 from gaml.node.core.memory.ingest import Ingestor
@@ -104,7 +105,8 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
     Required: ``embedder`` (one of :data:`EMBEDDERS`), ``max_payload_bytes`` (a positive whole number). Optional:
     ``local_principal`` and ``privacy_rules`` (non-empty strings), ``limits`` (:class:`node.service.Limits`),
     ``tiers`` (``TierPolicy``), ``curator`` (an object with a ``kind``), ``p2p`` (``listen`` and
-    ``peers``, lists of strings). Settings GAML does not know are left alone."""
+    ``peers``, lists of strings), ``consensus`` (:class:`node.core.consensus.Weights`, by field name). Settings
+    GAML does not know are left alone."""
 
     def bad(key: str, why: str) -> InvalidInput:
         return InvalidInput(f"{where}: {key!r} {why}")
@@ -119,7 +121,7 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
     for key in ("local_principal", "privacy_rules"):
         if key in cfg and cfg[key] is not None and not (isinstance(cfg[key], str) and cfg[key]):
             raise bad(key, f"is {cfg[key]!r}; it is a non-empty string")
-    for key in ("limits", "tiers", "curator", "p2p"):
+    for key in ("limits", "tiers", "curator", "p2p", "consensus"):
         if key in cfg and cfg[key] is not None and not isinstance(cfg[key], dict):
             raise bad(key, f"is {type(cfg[key]).__name__}; it is an object")
     try:
@@ -130,6 +132,10 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
         TierPolicy.from_json(cfg.get("tiers") or {})
     except InvalidInput as e:
         raise bad("tiers", f": {e}") from None
+    try:
+        Weights.from_json(cfg.get("consensus") or {})
+    except (ValueError, TypeError) as e:
+        raise bad("consensus", f": {e}") from None
     curator = cfg.get("curator") or {"kind": "extractive"}
     if not isinstance(curator.get("kind"), str):
         raise bad("curator", "needs a 'kind' (extractive or openai)")
@@ -137,6 +143,11 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
         value = (cfg.get("p2p") or {}).get(key, [])
         if not _strings(value):
             raise bad(f"p2p.{key}", f"is {value!r}; it is a list of multiaddr strings")
+
+
+def consensus_weights(home: Path) -> Weights:
+    """The consensus policy's numbers: ``config.json``'s ``consensus`` section over the documented defaults."""
+    return Weights.from_json(read_config(home).get("consensus") or {})
 
 
 def check_home(home: Path) -> None:

@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gaml.node.core.api import VERSION, GetOptions, GrantOptions, Hit, HydrateOptions, SearchOptions, Status
+from gaml.node.core.api import (
+    VERSION,
+    GetOptions,
+    GrantOptions,
+    Hit,
+    HydrateOptions,
+    IntentOptions,
+    SearchOptions,
+    Status,
+)
 from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import IngestFile, MemoryService, Progress, numbered
@@ -101,6 +110,15 @@ class LocalMemory:
 
     def access_log(self, limit: int = 100) -> list[dict[str, Any]]:
         return self.service.access_log(self.caller, limit)
+
+    def conflicts(self, slot: str = "", **options: Unpack[IntentOptions]) -> list[dict[str, Any]]:
+        return self.service.conflicts(self.caller, self._clock_us(), slot=slot, **options)
+
+    def reputation(self) -> list[dict[str, Any]]:
+        return self.service.reputation(self.caller, self._clock_us())
+
+    def override(self, slot: str, choose: str, *, reason: str = "") -> dict[str, Any]:
+        return self.service.override(self.caller, slot, choose, self._clock_us(), reason=reason)
 
 
 __all__ = ["LocalMemory"]

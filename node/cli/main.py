@@ -13,6 +13,7 @@ from gaml.node.cli._common import fail
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
     cmd_access_log,
+    cmd_conflicts,
     cmd_forget,
     cmd_get,
     cmd_grant,
@@ -20,6 +21,7 @@ from gaml.node.cli.memory import (
     cmd_hydrate,
     cmd_ingest,
     cmd_put,
+    cmd_reputation,
     cmd_revoke,
     cmd_search,
     cmd_stats,
@@ -226,6 +228,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=_positive)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_access_log)
+
+    s = sub.add_parser(
+        "conflicts",
+        help="where members of a boundary disagree: contested slots, candidates, winners; --choose to override one",
+    )
+    s.add_argument("--slot", help="only this slot (as listed)")
+    s.add_argument(
+        "--choose", metavar="VALUE_OR_ID", help="choose the slot's value: a value as listed, or a candidate id"
+    )
+    s.add_argument("--reason", help="why you chose it (kept in the audited record)")
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL")
+    s.add_argument("--purpose", type=_enum(Permission), default=Permission.READ)
+    s.add_argument("--location", type=_enum(Location), default=Location.THIS_DEVICE)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_conflicts)
+
+    s = sub.add_parser("reputation", help="each boundary's reputation ledger: members, weights, who is admitted")
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_reputation)
 
     s = sub.add_parser("ingest", help="ingest transcripts, chat logs, LoCoMo conversations or notes into the journal")
     s.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to ingest every file under")

@@ -23,6 +23,7 @@ from gaml.node.core.node import Node, whose
 from gaml.node.core.service import IngestFile, MemoryService, forced_format_note
 from gaml.node.core.text.parsers import detect, unterminated_last_line
 from gaml.node.home import (
+    consensus_weights,
     local_principal,
     make_counter,
     memory_layers,
@@ -126,20 +127,25 @@ def _memory(
                 if not optional:
                     raise
         service = MemoryService(node, None, None, make_counter, layers=lambda: memory_layers(args.home, node))
-        service.consensus = _consensus(node)
+        service.consensus = _consensus(node, args.home)
         yield LocalMemory(service, caller, now_us, progress=_stage)
 
 
-def _consensus(node: Any) -> Any:
+def _consensus(node: Any, home: Path) -> Any:
     """Consensus over what replication brought this node, when it is in a boundary (else None: nothing to weigh).
-    Read only: a node in no boundary is not even given a replica (which would record its CRDT actor)."""
+    A node in no boundary is not even given a replica (which would record its CRDT actor)."""
     from gaml.node.core.consensus import Consensus
     from gaml.node.core.replica import Replica
 
     if next(iter(node.store.scan_meta("repbound")), None) is None:
         return None
     replica = Replica(node)
-    return Consensus(node.store, replica, replica.node_id) if replica.boundary_ids() else None
+    if not replica.boundary_ids():
+        return None
+    # This node's writes since its daemon last ran are sealed into their boundaries before the first ledger is
+    # folded, and an override written here at once, as the daemon does on its ticks: the same claims are weighed
+    # with or without a daemon.
+    return Consensus(node.store, replica, replica.node_id, consensus_weights(home), pump=replica.pump, catch_up=True)
 
 
 @contextlib.contextmanager
@@ -314,6 +320,60 @@ def cmd_access_log(args: argparse.Namespace) -> None:
             items += f" and {len(r['read']) - 6} more"
         when = dt.datetime.fromtimestamp(r["at"] / 1e6, dt.UTC).isoformat(timespec="seconds")
         print(f"{when}  {r['who']:<10} {r['kind']:<6} {r['purpose']:<8} {r['location']:<14} {items}")
+
+
+def cmd_conflicts(args: argparse.Namespace) -> None:
+    """Where members of a boundary disagree: each contested slot, its candidates and the winner; with ``--choose``,
+    the caller's choice of a slot's value (an audited override)."""
+    if args.choose is not None and not args.slot:
+        raise InvalidInput("--choose needs --slot (the slot whose value you choose)")
+    if args.reason and args.choose is None:
+        raise InvalidInput("--reason goes with --choose")
+    need = "name who reads with --as (a registered principal)"
+    with _memory(args, args.as_, need=need, checkpoint=args.choose is not None) as mem:
+        if args.choose is not None:
+            print(json.dumps(mem.override(args.slot, args.choose, reason=args.reason or ""), indent=2))
+            return
+        records = mem.conflicts(args.slot or "", purpose=args.purpose, location=args.location)
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return
+    if not records:
+        print("no contested slot" + (f" {args.slot!r}" if args.slot else "") + " among the memory you may read")
+        return
+    for r in records:
+        chosen = f", chosen by {r['override']['by']}" if r.get("override") else ""
+        print(f"slot {r['slot']}  ({len(r['candidates'])} candidates, ledger {r['ledger']}{chosen})")
+        for c in sorted(r["candidates"], key=lambda c: (not c["won"], -c["score"], c["id"])):
+            mark = "won " if c["won"] else "lost"
+            says = c["says"] or c["value"]
+            sources = ", ".join(n[:12] + "…" for n in c["sources"])
+            print(f"  {mark} {c['id'][:12]}…  score {c['score'] / 1e6:.3f}  weight {c['weight'] / 1e6:.3f}  ", end="")
+            print(f"says {says!r}  from {sources}")
+
+
+def cmd_reputation(args: argparse.Namespace) -> None:
+    """Each boundary's reputation ledger as this node folds it: who weighs what, who is admitted."""
+    with _memory(args, args.as_, need="name who reads with --as (a registered principal)", checkpoint=False) as mem:
+        ledgers = mem.reputation()
+    if args.json:
+        print(json.dumps(ledgers, indent=2))
+        return
+    if not ledgers:
+        print("no boundary of which you may read some memory (reputation is kept per boundary)")
+        return
+    for led in ledgers:
+        print(
+            f"{led['kind']} {led['name']}  ledger {led['ledger']}  {led['slots']} contested slots, "
+            f"admission at {led['admit'] / 1e6:.2f}"
+        )
+        for m in led["members"]:
+            since = dt.datetime.fromtimestamp(m["since"] / 1e6, dt.UTC).date().isoformat() if m["since"] else "-"
+            tags = ["founder"] if m["founder"] else []
+            tags += ["admitted"] if m["admitted"] else ["not admitted"]
+            if "fell_after" in m:
+                tags.append(f"fell after {m['fell_after']} contradicted claims")
+            print(f"  {m['node'][:16]}…  weight {m['weight'] / 1e6:.3f}  since {since}  {', '.join(tags)}")
 
 
 def cmd_stats(args: argparse.Namespace) -> None:

@@ -111,6 +111,11 @@ class HydrateOptions(TypedDict, total=False):
     profile: int  # tokens for the profile at the head of the frame; absent: a tenth of the room, at most 200; 0: none
 
 
+class IntentOptions(TypedDict, total=False):
+    purpose: Permission  # default read
+    location: Location  # default this_device
+
+
 class GrantOptions(TypedDict, total=False):
     segments: Sequence[str]  # empty: every segment
     tags: Sequence[str]  # empty: any tags
@@ -161,5 +166,28 @@ class Memory(Protocol):
         """The newest reads of the caller's memory, newest first."""
         ...
 
+    def conflicts(self, slot: str = "", **options: Unpack[IntentOptions]) -> list[dict[str, Any]]:
+        """The contested slots among the memory the caller may use, each as a consensus record (node.core.consensus):
+        candidates with their values, sources, weights and scores, and the winner. Empty in no boundary."""
+        ...
 
-__all__ = ["VERSION", "GetOptions", "GrantOptions", "Hit", "HydrateOptions", "Memory", "SearchOptions", "Status"]
+    def reputation(self) -> list[dict[str, Any]]:
+        """Per boundary of which the caller may read some memory, its reputation ledger."""
+        ...
+
+    def override(self, slot: str, choose: str, *, reason: str = "") -> dict[str, Any]:
+        """Choose a contested slot's value (a value or a candidate's id): ``{override: id, record: …}``."""
+        ...
+
+
+__all__ = [
+    "VERSION",
+    "GetOptions",
+    "GrantOptions",
+    "Hit",
+    "HydrateOptions",
+    "IntentOptions",
+    "Memory",
+    "SearchOptions",
+    "Status",
+]

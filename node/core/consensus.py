@@ -27,14 +27,32 @@ signed assets in one **slot**, and the winner is chosen here, by policy, before 
   once per corroborating group (volume buys nothing), and never above a *ceiling* that grows with time admitted
   (:attr:`Weights.rate_per_day`: a fresh identity cannot be trusted yet, whatever it does); it *loses* a share
   (:attr:`Weights.loss`) of its reputation for each slot in which its claim is contradicted by a winner an admitted
-  source backs; it decays toward the start (:attr:`Weights.half_life_days`). The members of a
+  source backs (not when it also asserts the winning value: a source that changed its claim is not contradicted);
+  it decays toward the start (:attr:`Weights.half_life_days`). The members of a
   ``devices`` boundary are the owner's own devices (the owner's key certified each): they weigh fully, always.
   Fixed-point integers (parts per :data:`SCALE`), sorted inputs, ties by id: the same merged state gives the same
   ledger and the same records on every member.
 - **Admission.** A claim whose weight is under :attr:`Weights.admit` enters a frame only when an independent admitted
   source corroborates it (this node's own claims always do).
+- **Execution-integrity evidence.** A ``verification_result`` or ``execution_verdict`` asset in the boundary whose
+  payload names a claim (``about``: its id) and a ``verdict`` (``verified``/``pass`` or ``refuted``/``fail``), or a
+  member (``about_node``) and ``verdict: fraud``, counts when an admitted member independent of what it judges wrote it:
+  a verified claim's sources gain as from one corroborating group, and the claim counts as corroborated; a refuted
+  claim scores nothing and its sources are struck; a fraud verdict strikes the member. Evidence from anyone else
+  counts for nothing (it is kept, and ``ignored`` in :meth:`Consensus.reputation`).
 - **Records.** Each contested slot resolved for a frame becomes a record (slot, candidates with scores and sources,
-  winner, ledger version, rule version) whose id is a digest of its canonical JSON; the receipt carries it.
+  winner, ledger version, rule version) whose id is a digest of its canonical JSON; the receipt carries it. A node that
+  replicates also keeps, per contested slot of each boundary, the boundary's ``consensus_record`` *asset*
+  (:meth:`Consensus.record_assets`: decided over every claim of the slot, derived from them, so it inherits their
+  most restrictive policy and is erased with any of them; it names the winners and the losers, which stay stored,
+  in its payload, never as ``contradicts`` edges, which would silence the losers by themselves), one asset per slot
+  whichever member writes it, replicated inside the boundary like any asset. A member writes it when it is missing or
+  its candidates changed, and rewrites it when its own decision changed only if it alone wrote it (two members that
+  weigh differently never write it back and forth). Frames never read it: each node decides live, and the record is
+  what a person or an auditor reads. Records, overrides and evidence are never claims themselves.
+- **Overrides.** A person may choose a slot's value (:func:`override_payload`): an audited ``consensus_record`` that
+  names who chose, when and why. It decides the slot on the node that wrote it; on other members only when the
+  boundary's founder wrote it, or in a ``devices`` boundary (all one owner's). It changes no reputation.
 """
 
 from __future__ import annotations
@@ -47,8 +65,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from gaml.crdt.membership import Roster
+from gaml.policy.access import inherit
 from gaml.policy.errors import GamlError
-from gaml.policy.model import Asset, AssetType, TrustClass, canonical_json
+from gaml.policy.model import Asset, AssetType, Creator, TrustClass, canonical_json
 
 SCALE: Final = 1_000_000  # fixed point: parts per million
 RULE_VERSION: Final = "gaml/consensus/1"
@@ -59,6 +78,12 @@ _TOKEN: Final = re.compile(r"[a-z0-9]+")
 MIN_TOKENS: Final = 4  # shorter texts are too short to call near-duplicates
 BLOCK: Final = 4  # state-wide, near-duplicates are looked for among texts sharing their first or last BLOCK tokens
 BUCKET_MAX: Final = 64  # a block key more texts share than this is a common phrase, not a slot
+RECORD_ID_TAG: Final = b"gaml-consensus-1"  # blake2b personalisation of a stored record's id (16 bytes)
+EVIDENCE_TYPES: Final = frozenset({AssetType.VERIFICATION_RESULT, AssetType.EXECUTION_VERDICT})
+NOT_CLAIMS: Final = EVIDENCE_TYPES | {AssetType.CONSENSUS_RECORD}  # weighed as what they are, never as claims
+VERIFIED: Final = frozenset({"verified", "pass", "passed", "confirmed"})
+REFUTED: Final = frozenset({"refuted", "fail", "failed", "false"})
+FRAUD: Final = frozenset({"fraud"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,8 +120,30 @@ class Weights:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"consensus.{name} is a positive integer, got {v!r}")
-        if set(self.trust) != {t.value for t in TrustClass} or not all(0 <= x <= SCALE for x in self.trust.values()):
+        if set(self.trust) != {t.value for t in TrustClass} or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= SCALE for x in self.trust.values()
+        ):
             raise ValueError(f"consensus.trust gives each trust class a factor from 0 to {SCALE}")
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Weights:
+        """The node config's ``consensus`` section: any of the fields above by name (``trust`` may name only some
+        classes; the others keep their defaults). An unknown name or a value out of range is a ValueError."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"consensus is an object of settings, got {type(d).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown consensus settings: {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+        fields = dict(d)
+        if "trust" in fields:
+            if not isinstance(fields["trust"], Mapping):
+                raise ValueError("consensus.trust is an object of trust class -> factor")
+            fields["trust"] = {**cls().trust, **fields["trust"]}
+        return cls(**fields)
+
+    def json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "trust": dict(sorted(self.trust.items()))}
 
 
 class Provenance(Protocol):
@@ -109,6 +156,8 @@ class Provenance(Protocol):
     def roster_of(self, bid: bytes) -> Roster | None: ...
 
     def asset_ids(self, bid: bytes) -> list[str]: ...
+
+    def boundary_ids(self) -> list[bytes]: ...
 
     def boundary_version(self, bid: bytes) -> tuple[int, int]: ...
 
@@ -127,6 +176,85 @@ class Claim:
     value: str  # the explicit value's canonical JSON; else the text key
     confidence: int
     trust: str
+    edges: tuple[str, ...] = ()  # the claims it supersedes or contradicts, sorted
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """An execution-integrity verdict: about a claim (``about``) or a member (``node``)."""
+
+    id: str
+    writers: tuple[str, ...]
+    created_at: int
+    about: str  # a claim's asset id ("" when about a node)
+    node: str  # a member's node id ("" when about a claim)
+    verdict: str  # "verified", "refuted" or "fraud"
+
+
+def evidence_of(asset: Asset, writers: Iterable[str]) -> Evidence | None:
+    """The evidence a ``verification_result`` / ``execution_verdict`` asset gives, or None when it names no claim or
+    member with a verdict this rule reads."""
+    if asset.asset_type not in EVIDENCE_TYPES:
+        return None
+    p = asset.payload
+    verdict = p.get("verdict")
+    verdict = verdict.strip().lower() if isinstance(verdict, str) else ""
+    about, node = p.get("about"), p.get("about_node")
+    if isinstance(about, str) and about and verdict in VERIFIED | REFUTED:
+        kind = "verified" if verdict in VERIFIED else "refuted"
+        return Evidence(asset.id, tuple(sorted(set(writers))), asset.created_at, about, "", kind)
+    if isinstance(node, str) and node and verdict in FRAUD:
+        return Evidence(asset.id, tuple(sorted(set(writers))), asset.created_at, "", node, "fraud")
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """A person's choice of a slot's value (a ``consensus_record`` asset whose payload has ``override``)."""
+
+    id: str
+    writers: tuple[str, ...]
+    created_at: int
+    slot: str
+    choose: str  # the chosen value (as a record names values)
+    by: str  # the principal who chose
+    reason: str
+
+
+def override_of(asset: Asset, writers: Iterable[str]) -> Override | None:
+    if asset.asset_type is not AssetType.CONSENSUS_RECORD:
+        return None
+    o = asset.payload.get("override")
+    if not isinstance(o, Mapping) or not isinstance(o.get("slot"), str) or not isinstance(o.get("choose"), str):
+        return None
+    by, reason = o.get("by"), o.get("reason")
+    return Override(
+        asset.id,
+        tuple(sorted(set(writers))),
+        asset.created_at,
+        o["slot"],
+        o["choose"],
+        by if isinstance(by, str) else "",
+        reason if isinstance(reason, str) else "",
+    )
+
+
+def override_payload(bid: bytes, slot: str, choose: str, by: str, at: int, reason: str = "") -> dict[str, Any]:
+    """The payload of an override record: who chose which value of which slot, when and why."""
+    return {
+        "rule": RULE_VERSION,
+        "boundary": bid.hex(),
+        "override": {"slot": slot, "choose": choose, "by": by, "at": at, "reason": reason},
+        "text": f"{by} chose the value of a contested slot" + (f": {reason}" if reason else ""),
+    }
+
+
+def record_asset_id(bid: bytes, slot: str) -> str:
+    """The id of the boundary's record of one slot: one asset per slot, whichever member writes it (an edit of the
+    record when the decision changes, not a new one), so a boundary holds one record per contested slot, not one per
+    member."""
+    body = canonical_json(["consensus_record", bid.hex(), slot]).encode()
+    return hashlib.blake2b(body, digest_size=16, person=RECORD_ID_TAG).hexdigest()
 
 
 def tokens(text: str) -> tuple[str, ...]:
@@ -143,9 +271,30 @@ def claim_of(asset: Asset, writers: Iterable[str]) -> Claim:
         slot = canonical_json([" ".join(tokens(subject)), " ".join(tokens(attribute))])
         value = canonical_json(asset.payload.get("value"))
     conf = min(SCALE, max(0, round(asset.confidence_score * SCALE)))
+    edges = tuple(sorted(set(asset.supersedes) | set(asset.contradicts)))
     return Claim(
-        asset.id, tuple(sorted(set(writers))), asset.created_at, toks, key, slot, value, conf, asset.trust_class.value
+        asset.id,
+        tuple(sorted(set(writers))),
+        asset.created_at,
+        toks,
+        key,
+        slot,
+        value,
+        conf,
+        asset.trust_class.value,
+        edges,
     )
+
+
+def edge_counts(by: Claim | tuple[str, ...], target: Claim | tuple[str, ...], kind: str) -> bool:
+    """Whether a ``supersedes`` / ``contradicts`` edge of ``by`` may resolve ``target`` out by itself (given as
+    claims or as their sources): in a ``devices`` boundary always (one owner's devices), else when every source of
+    ``by`` is a source of ``target`` (a source updating or retracting its own claim). Otherwise the edge is a
+    conflict, and the two claims are one slot for consensus to weigh: a member cannot silence another's claim by
+    naming it."""
+    bw = by.writers if isinstance(by, Claim) else by
+    tw = target.writers if isinstance(target, Claim) else target
+    return kind == DEVICES or (bool(bw) and set(bw) <= set(tw))
 
 
 def near_duplicate(a: Sequence[str], b: Sequence[str], w: Weights) -> list[tuple[str, str]] | None:
@@ -215,6 +364,9 @@ class Ledger:
         # The boundary's slots (found state-wide by :func:`fold`): key -> claims, and claim id -> key.
         self.slots: dict[str, list[Claim]] = {}
         self.slot_of: dict[str, str] = {}
+        self.verified: dict[str, str] = {}  # claim id -> the evidence that verified it
+        self.refuted: dict[str, str] = {}  # claim id -> the evidence that refuted it
+        self.ignored: list[str] = []  # evidence that did not count (an unadmitted or interested judge, no such claim)
         self._version: str | None = None  # made once the fold is done (gains and strikes clear it)
         # Admission groups: members admitted within ``together_us`` of each other (chained), by ``since``.
         self.group_of: dict[str, str] = {}
@@ -333,6 +485,8 @@ def _groups(claims: Sequence[Claim], ledger: Ledger) -> dict[str, str]:
 
 
 def claim_score(c: Claim, ledger: Ledger, newest: int, t: int | None = None) -> int:
+    if c.id in ledger.refuted:  # execution-integrity evidence from an admitted, independent judge
+        return 0
     w = ledger.w
     s = ledger.claim_weight(c, t)
     s = s * (SCALE - w.confidence + w.confidence * c.confidence // SCALE) // SCALE
@@ -367,8 +521,9 @@ def decide(slot: str, claims: Sequence[Claim], ledger: Ledger, t: int | None = N
 
 
 def corroborated(c: Claim, slot_claims: Sequence[Claim], ledger: Ledger, groups: Mapping[str, str]) -> bool:
-    """Whether an independent admitted source asserts the same value in the same slot."""
-    return any(
+    """Whether an independent admitted source asserts the same value in the same slot, or an admitted judge
+    verified the claim."""
+    return c.id in ledger.verified or any(
         o.id != c.id
         and o.value == c.value
         and groups[o.id] != groups[c.id]
@@ -380,10 +535,11 @@ def corroborated(c: Claim, slot_claims: Sequence[Claim], ledger: Ledger, groups:
 # -- slots over a set of claims --------------------------------------------------------------------------------------
 
 
-def slots_of(claims: Sequence[Claim], w: Weights) -> dict[str, list[Claim]]:
+def slots_of(claims: Sequence[Claim], w: Weights, kind: str = "") -> dict[str, list[Claim]]:
     """The slots among a boundary's ``claims``: explicit ones by key, found ones as connected near-duplicates from
-    different sources (compared only within block keys: texts sharing their first or last :data:`BLOCK` words).
-    Slots of one claim are left out."""
+    different sources (compared only within block keys: texts sharing their first or last :data:`BLOCK` words), and
+    claims joined by a ``supersedes`` / ``contradicts`` edge that does not count by itself (:func:`edge_counts`)
+    among claims in no other slot. Slots of one claim are left out."""
     out: dict[str, list[Claim]] = {}
     loose = []
     for c in sorted(claims, key=lambda c: c.id):
@@ -421,16 +577,40 @@ def slots_of(claims: Sequence[Claim], w: Weights) -> dict[str, list[Claim]]:
             members.clear()
     for members in comps.values():
         if len({c.value for c in members}) > 1:
-            ids = "\x00".join(sorted(c.id for c in members))
-            # Keyed by a digest of its members, not by one of them (which the caller may not be allowed to read).
-            out["n:" + hashlib.blake2b(ids.encode(), digest_size=12).hexdigest()] = sorted(members, key=lambda c: c.id)
-    return {k: v for k, v in out.items() if len(v) > 1}
+            out[_slot_key("n:", members)] = sorted(members, key=lambda c: c.id)
+    out = {k: v for k, v in out.items() if len(v) > 1}
+    # Edges between claims of different sources: the one that names the other and the one it names are one slot.
+    slotted = {c.id for v in out.values() for c in v}
+    free = {c.id: c for c in claims if c.id not in slotted}
+    linked = _Components(free)
+    joined: set[str] = set()
+    for c in sorted(free.values(), key=lambda c: c.id):
+        for t in c.edges:
+            target = free.get(t)
+            if target is not None and target.id != c.id and not edge_counts(c, target, kind):
+                linked.union(c.id, target.id)
+                joined.update((c.id, target.id))
+    by_root: dict[str, list[Claim]] = {}
+    for id_ in sorted(joined):
+        by_root.setdefault(linked.find(id_), []).append(free[id_])
+    for members in by_root.values():
+        if len({c.value for c in members}) > 1:
+            out[_slot_key("e:", members)] = members
+    return out
 
 
-def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int) -> Ledger:
-    """The boundary's ledger at ``now`` from its claims (see the module docstring)."""
+def _slot_key(prefix: str, members: Sequence[Claim]) -> str:
+    """A found slot's key: a digest of its first claim (by creation, then id), so the key stays as later claims join
+    the slot (its stored record is edited, not orphaned), and names no claim (which the caller may not read)."""
+    first = min(members, key=lambda c: (c.created_at, c.id))
+    return prefix + hashlib.blake2b(first.id.encode(), digest_size=12).hexdigest()
+
+
+def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int, evidence: Sequence[Evidence] = ()) -> Ledger:
+    """The boundary's ledger at ``now`` from its claims and execution-integrity evidence (see the module
+    docstring), folded in time order."""
     ledger = Ledger(roster, w, now)
-    slots = slots_of(claims, w)
+    slots = slots_of(claims, w, ledger.kind)
     ledger.slots = slots
     for key, members in slots.items():
         for c in members:
@@ -438,16 +618,24 @@ def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int) -> Ledge
     if ledger.kind == DEVICES:
         return ledger
 
-    def at(c: Claim) -> int:
+    def at(c: Claim | Evidence) -> int:
         return max([c.created_at] + [ledger.members.get(n, 0) for n in c.writers])
 
     slot_of: dict[str, str] = {}
     for key, members in slots.items():
         for c in members:
             slot_of.setdefault(c.id, key)
+    by_id = {c.id: c for c in claims}
+    events: list[tuple[int, int, str, Claim | Evidence]] = [
+        (at(c), 0, c.id, c) for c in claims if c.id in slot_of and at(c) <= now
+    ]
+    events += [(at(e), 1, e.id, e) for e in evidence if at(e) <= now]
     seen: dict[str, list[Claim]] = {}
-    for c in sorted((c for c in claims if c.id in slot_of and at(c) <= now), key=lambda c: (at(c), c.id)):
-        t = at(c)
+    for t, _, _, ev in sorted(events, key=lambda x: x[:3]):
+        if isinstance(ev, Evidence):
+            _judge(ledger, ev, by_id.get(ev.about), t)
+            continue
+        c = ev
         key = slot_of[c.id]
         before = seen.setdefault(key, [])
         before.append(c)
@@ -466,11 +654,40 @@ def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int) -> Ledge
         backed = max((ledger.claim_weight(x, t) for x in before if x.value == v.winner), default=0)
         if backed < w.admit:  # only a winner an admitted source backs contradicts anyone
             continue
+        backers = {n for x in before if x.value == v.winner for n in x.writers}
         for x in before:
             if x.value != v.winner and v.scores[x.value] < top:
                 for n in x.writers:
-                    ledger.strike(n, key, t)
+                    if n not in backers:  # a source that asserts the winner too has updated its claim: no strike
+                        ledger.strike(n, key, t)
     return ledger
+
+
+def _judge(ledger: Ledger, e: Evidence, target: Claim | None, t: int) -> None:
+    """One piece of execution-integrity evidence at ``t``: it counts only from an admitted judge independent of what
+    it judges (not one of the claim's sources, nor admitted together with one; not the member judged)."""
+    judge = min((ledger.weight(n, t) for n in e.writers), default=0)
+    mine = {ledger.group_of.get(n, n) for n in e.writers}
+    judged = set(target.writers) if target is not None else {e.node}
+    if (
+        judge < ledger.w.admit
+        or (e.about and target is None)
+        or (e.node and e.node not in ledger.members)
+        or mine & {ledger.group_of.get(n, n) for n in judged}
+    ):
+        ledger.ignored.append(e.id)
+        return
+    lead = min(mine)
+    if target is None:  # a fraud verdict about a member
+        ledger.strike(e.node, "f:" + e.id, t)
+    elif e.verdict == "verified":
+        ledger.verified.setdefault(target.id, e.id)
+        for n in target.writers:
+            ledger.gain(n, "v:" + lead, judge, t)
+    else:
+        ledger.refuted.setdefault(target.id, e.id)
+        for n in target.writers:
+            ledger.strike(n, "v:" + target.id, t)
 
 
 # -- a node's consensus: ledgers and frame resolutions -----------------------------------------------------------------
@@ -501,9 +718,20 @@ class AssetSource(Protocol):
     def get(self, id_: str) -> Asset: ...
 
 
-def record_of(bid: bytes, slot: str, verdict: Verdict, claims: Sequence[Claim], ledger: Ledger) -> dict[str, Any]:
+def overridden(verdict: Verdict, o: Override | None) -> Verdict:
+    """The verdict with an honored override's value as the winner (when a candidate asserts that value)."""
+    if o is None or o.choose not in verdict.scores:
+        return verdict
+    return dataclasses.replace(verdict, winner=o.choose)
+
+
+def record_of(
+    bid: bytes, slot: str, verdict: Verdict, claims: Sequence[Claim], ledger: Ledger, override: Override | None = None
+) -> dict[str, Any]:
     """A resolution as a record: the same inputs give the same bytes on every member. Each candidate ``says`` what
-    sets it apart: an explicit slot's value, or a near-duplicate's own words where it differs from the winner's."""
+    sets it apart: an explicit slot's value, or a near-duplicate's own words where it differs from the winner's.
+    ``override``: the honored override that chose the winner (named in the record)."""
+    verdict = overridden(verdict, override)
     ref = min((c for c in claims if c.value == verdict.winner), key=lambda c: c.id)
 
     loser = min((c for c in claims if c.value != verdict.winner), key=lambda c: c.id, default=None)
@@ -531,30 +759,50 @@ def record_of(bid: bytes, slot: str, verdict: Verdict, claims: Sequence[Claim], 
                 "weight": ledger.claim_weight(c),
                 "score": verdict.claim_scores[c.id],
                 "won": c.value == verdict.winner,
+                **({"refuted": ledger.refuted[c.id]} if c.id in ledger.refuted else {}),
             }
             for c in sorted(claims, key=lambda c: c.id)
         ],
         "scores": dict(sorted(verdict.scores.items())),
     }
+    if override is not None and override.choose == verdict.winner:
+        body["override"] = {"id": override.id, "by": override.by, "reason": override.reason}
     rid = "c_" + hashlib.blake2b(canonical_json(body).encode(), digest_size=10).hexdigest()
     return {"record": rid, **body}
 
 
 class Consensus:
-    """A node's consensus over what replication brought it: ledgers per boundary (cached per store state and day)
-    and the resolution of a frame's candidates. ``local``: this node's id (its own claims are never held back on
-    it for want of corroboration)."""
+    """A node's consensus over what replication brought it: ledgers per boundary (cached per store state and day),
+    the resolution of a frame's candidates, the views a person asks for (:meth:`conflicts`, :meth:`reputation`) and
+    the records this node keeps (:meth:`record_assets`). ``local``: this node's id (its own claims are never held back
+    on it for want of corroboration, and its own overrides decide here)."""
 
-    def __init__(self, store: AssetSource, provenance: Provenance, local: str, weights: Weights | None = None) -> None:
+    def __init__(
+        self,
+        store: AssetSource,
+        provenance: Provenance,
+        local: str,
+        weights: Weights | None = None,
+        *,
+        pump: Callable[[int], object] | None = None,
+        catch_up: bool = False,
+    ) -> None:
+        """``pump``: turns this node's new writes into the boundary's objects (the replica's), so that a record or an
+        override it writes counts at once (:meth:`wrote`). ``catch_up``: pump once before the first ledger is folded
+        (a command on the store, where no daemon has sealed this node's latest writes yet)."""
         self.store = store
         self.provenance = provenance
         self.local = local
         self.w = weights or Weights()
+        self._pump = pump
+        self._catch_up = catch_up and pump is not None
         self._claims: dict[tuple[str, bytes, tuple[str, ...]], Claim] = {}
         self._ledgers: dict[bytes, tuple[tuple[tuple[int, int], int, int], Ledger]] = {}
+        self._overrides: dict[bytes, dict[str, Override]] = {}  # per boundary: slot -> the override honored here
+        self._settled: dict[bytes, Ledger] = {}  # per boundary, the ledger its records were last written from
         # (ledger version, slot, the caller's candidates in it) -> (record, independence groups): frames and rounds
         # of one frame that meet a slot again do not weigh it again
-        self._decided: dict[tuple[str, str, tuple[Any, ...]], tuple[dict[str, Any], dict[str, str]]] = {}
+        self._decided: dict[tuple[str, str, tuple[Any, ...], str], tuple[dict[str, Any], dict[str, str]]] = {}
 
     def claim(self, bid: bytes, asset: Asset) -> Claim:
         # No verified writer recorded: this node wrote it and has not sealed it yet (what arrives from a peer has its
@@ -572,6 +820,9 @@ class Consensus:
         """The boundary's ledger, folded up to the end of ``now``'s day (so every member asked on one day, holding
         one state, folds the same ledger); None when this node holds no roster for it. Folded again only when the
         boundary's objects, its roster or the day change."""
+        if self._catch_up and self._pump is not None:
+            self._catch_up = False
+            self._pump(now)
         roster = self.provenance.roster_of(bid)
         if roster is None:
             return None
@@ -580,15 +831,86 @@ class Consensus:
         hit = self._ledgers.get(bid)
         if hit is not None and hit[0] == key:
             return hit[1]
-        claims = []
+        claims: list[Claim] = []
+        evidence: list[Evidence] = []
+        overrides: list[Override] = []
         for id_ in sorted(self.provenance.asset_ids(bid)):
             try:
-                claims.append(self.claim(bid, self.store.get(id_)))
+                asset = self.store.get(id_)
             except GamlError:  # erased or unreadable here: not a claim this node can weigh
                 continue
-        ledger = fold(roster, claims, self.w, day_end)
+            if asset.asset_type in NOT_CLAIMS:
+                writers = self.provenance.writers(bid, asset.id) or (self.local,)
+                e = evidence_of(asset, writers)
+                if e is not None:
+                    evidence.append(e)
+                o = override_of(asset, writers)
+                if o is not None:
+                    overrides.append(o)
+                continue
+            claims.append(self.claim(bid, asset))
+        ledger = fold(roster, claims, self.w, day_end, evidence)
+        honored: dict[str, Override] = {}
+        for o in sorted(overrides, key=lambda o: (o.created_at, o.id)):  # the newest honored one stands
+            if o.created_at <= day_end and self._honors(ledger, o):
+                honored[o.slot] = o
+        self._overrides[bid] = honored
         self._ledgers[bid] = (key, ledger)
         return ledger
+
+    def wrote(self, now: int) -> None:
+        """This node wrote consensus assets (records, an override): seal them into their boundaries now, so the next
+        ledger reads them."""
+        if self._pump is not None:
+            self._pump(now)
+        self._ledgers.clear()
+        self._settled.clear()
+
+    def edge_counts(self, by: Any, target: Any) -> bool:
+        """Whether ``by``'s ``supersedes`` / ``contradicts`` edge resolves ``target`` out of this node's reads by
+        itself (temporal resolution asks; both are assets or views: what :func:`policy.replication.reach` reads, and
+        an ``id``). Outside any boundary, yes; inside one, per :func:`edge_counts`, or when this node wrote ``by``
+        (its user's own decision, on this node). Otherwise the two are a slot, weighed like any other."""
+        bid = self.provenance.boundary_of(target)
+        if bid is None:
+            return True
+        roster = self.provenance.roster_of(bid)
+        kind = roster.boundary.kind if roster is not None else ""
+        tw = self.provenance.writers(bid, target.id) or (self.local,)
+        bbid = self.provenance.boundary_of(by)
+        bw = (self.provenance.writers(bbid, by.id) if bbid is not None else ()) or (self.local,)
+        return bw == (self.local,) or edge_counts(bw, tw, kind)
+
+    def _honors(self, ledger: Ledger, o: Override) -> bool:
+        """Whether an override decides here: this node's own, the founder's, or any device's of a devices boundary."""
+        return bool(o.writers) and all(
+            n == self.local or n == ledger.founder or (ledger.kind == DEVICES and n in ledger.members)
+            for n in o.writers
+        )
+
+    def _decide(
+        self, bid: bytes, ledger: Ledger, key: str, group: Sequence[Claim]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """The record of one slot over ``group`` ({} when its claims agree) and their independence groups."""
+        o = self._overrides.get(bid, {}).get(key)
+        memo = (
+            ledger.version(),
+            key,
+            tuple((c.id, c.value, c.writers, c.created_at) for c in group),
+            o.id if o else "",
+        )
+        hit = self._decided.get(memo)
+        if hit is None:
+            if len(self._decided) > 20_000:
+                self._decided.clear()
+            rec: dict[str, Any] = {}
+            if len({c.value for c in group}) > 1:
+                rec = record_of(bid, key, decide(key, group, ledger), group, ledger, o)
+            hit = self._decided[memo] = (rec, _groups(group, ledger))
+        return hit
+
+    def _slot_group(self, ledger: Ledger, key: str, allowed: Callable[[str], bool], also: str = "") -> list[Claim]:
+        return [x for x in ledger.slots[key] if (x.id == also or allowed(x.id)) and x.created_at <= ledger.now]
 
     def resolve(
         self, assets: Sequence[Asset], now: int, allowed: Callable[[str], bool], *, gate: bool = True
@@ -599,7 +921,8 @@ class Consensus:
         boundary only; the slots themselves are the ledger's (found over the whole boundary), so what a frame happens
         to rank does not change a record: the same state and caller give the same records on every member.
         ``gate``: hold back unadmitted claims too (a frame does; a search shows a new member's memory, resolving
-        contested slots only)."""
+        contested slots only). Consensus records, overrides and verdicts are bookkeeping, never shown as memory
+        (dropped as ``record``)."""
         out = Resolution()
         by_bid: dict[bytes, list[Asset]] = {}
         for a in assets:
@@ -613,6 +936,11 @@ class Consensus:
             out.ledgers[bid.hex()] = ledger.version()
             claims = []
             for a in members:
+                if a.asset_type is AssetType.CONSENSUS_RECORD:
+                    out.dropped[a.id] = "record"
+                    continue
+                if a.asset_type in NOT_CLAIMS:
+                    continue  # evidence is memory too; it is weighed in the ledger, not in a slot
                 c = self.claim(bid, a)
                 if c.created_at > ledger.now:  # dated after today: not a claim yet (nor weighed, nor shown)
                     out.dropped[c.id] = "future"
@@ -622,21 +950,10 @@ class Consensus:
             for c in claims:
                 key = ledger.slot_of.get(c.id, "")
                 if key and key not in groups:
-                    groups[key] = [
-                        x for x in ledger.slots[key] if (x.id == c.id or allowed(x.id)) and x.created_at <= ledger.now
-                    ]
+                    groups[key] = self._slot_group(ledger, key, allowed, c.id)
             independent: dict[str, dict[str, str]] = {}
             for key, group in sorted(groups.items()):
-                memo = (ledger.version(), key, tuple((c.id, c.value, c.writers, c.created_at) for c in group))
-                hit = self._decided.get(memo)
-                if hit is None:
-                    if len(self._decided) > 20_000:
-                        self._decided.clear()
-                    rec: dict[str, Any] = {}
-                    if len({c.value for c in group}) > 1:
-                        rec = record_of(bid, key, decide(key, group, ledger), group, ledger)
-                    hit = self._decided[memo] = (rec, _groups(group, ledger))
-                rec, independent[key] = hit
+                rec, independent[key] = self._decide(bid, ledger, key, group)
                 if not rec:
                     continue
                 out.records[rec["record"]] = rec
@@ -651,9 +968,165 @@ class Consensus:
                 if c.id in out.dropped or self.local in c.writers or ledger.claim_weight(c) >= self.w.admit:
                     continue
                 key = ledger.slot_of.get(c.id, "")
+                if c.id in ledger.verified:
+                    continue
                 if key not in groups or not corroborated(c, groups[key], ledger, independent[key]):
                     out.dropped[c.id] = "unadmitted"
         return out
+
+    # -- what a person asks (gaml conflicts, gaml reputation) -------------------------------------------------------
+
+    def conflicts(self, now: int, allowed: Callable[[str], bool], slot: str = "") -> list[dict[str, Any]]:
+        """The contested slots among what the caller may use (``allowed``), in every boundary this node is in, each
+        as the record a frame would carry (decided over the caller's claims of the slot, as a frame is); ``slot``:
+        that one only (an unknown slot gives none)."""
+        out = []
+        for bid in sorted(self.provenance.boundary_ids()):
+            ledger = self.ledger(bid, now)
+            if ledger is None:
+                continue
+            for key in sorted(ledger.slots):
+                if slot and key != slot:
+                    continue
+                group = self._slot_group(ledger, key, allowed)
+                rec = self._decide(bid, ledger, key, group)[0] if len(group) > 1 else {}
+                if rec:
+                    out.append(rec)
+        return out
+
+    def reputation(self, now: int, visible: Callable[[bytes], bool]) -> list[dict[str, Any]]:
+        """Per boundary the caller may see (``visible``), its ledger: each member's weight now, when it was admitted,
+        whether it is admitted (weight at least :attr:`Weights.admit`), how many contradicted claims took it under,
+        and the evidence that did not count."""
+        out = []
+        for bid in sorted(self.provenance.boundary_ids()):
+            ledger = self.ledger(bid, now)
+            if ledger is None or not visible(bid):
+                continue
+            roster = self.provenance.roster_of(bid)
+            assert roster is not None
+            members = [
+                {
+                    "node": n,
+                    "since": since,
+                    "founder": n == ledger.founder,
+                    "weight": ledger.weight(n),
+                    "admitted": ledger.weight(n) >= self.w.admit,
+                    **({"fell_after": ledger.fell[n]} if n in ledger.fell else {}),
+                }
+                for n, since in sorted(ledger.members.items(), key=lambda x: (x[1], x[0]))
+            ]
+            out.append(
+                {
+                    "boundary": bid.hex(),
+                    "name": roster.boundary.name,
+                    "kind": ledger.kind,
+                    "rule": RULE_VERSION,
+                    "ledger": ledger.version(),
+                    "at": ledger.now,
+                    "admit": self.w.admit,
+                    "members": members,
+                    "slots": len(ledger.slots),
+                    "verified": len(ledger.verified),
+                    "refuted": len(ledger.refuted),
+                    "ignored_evidence": sorted(ledger.ignored),
+                    "overrides": sorted(o.id for o in self._overrides.get(bid, {}).values()),
+                }
+            )
+        return out
+
+    def slot_boundary(self, slot: str, now: int) -> tuple[bytes, Ledger] | None:
+        """The boundary (and its ledger) that holds a slot, or None."""
+        for bid in sorted(self.provenance.boundary_ids()):
+            ledger = self.ledger(bid, now)
+            if ledger is not None and slot in ledger.slots:
+                return bid, ledger
+        return None
+
+    # -- the records this node keeps ----------------------------------------------------------------------------------
+
+    def record_assets(self, now: int) -> list[Asset]:
+        """The ``consensus_record`` assets to write: one per contested slot of each boundary, where none is stored,
+        its candidates changed, or this node alone wrote it and its decision changed (see the module docstring),
+        decided over every claim of the slot: derived from the
+        candidates (their most restrictive policy, :func:`policy.access.inherit`), naming the winners (``won``) and the
+        losers (``lost``) in its payload. Unsigned: the caller writes them as the node's own writes, and replication
+        carries them inside the boundary."""
+        out = []
+        for bid in sorted(self.provenance.boundary_ids()):
+            ledger = self.ledger(bid, now)
+            if ledger is None or self._settled.get(bid) is ledger:  # nothing changed since the last pass
+                continue
+            self._settled[bid] = ledger
+            for key in sorted(ledger.slots):
+                group = self._slot_group(ledger, key, lambda _: True)
+                if len({c.value for c in group}) < 2:
+                    continue
+                rec = self._decide(bid, ledger, key, group)[0]
+                asset = self._record_asset(bid, key, rec, group, now)
+                if asset is not None:
+                    out.append(asset)
+        return out
+
+    def _record_asset(
+        self, bid: bytes, key: str, rec: Mapping[str, Any], group: Sequence[Claim], now: int
+    ) -> Asset | None:
+        id_ = record_asset_id(bid, key)
+        try:
+            old = self.store.get(id_)
+        except GamlError:
+            old = None
+        if old is not None:
+            stored = old.payload.get("consensus")
+            stored = stored if isinstance(stored, Mapping) else {}
+            if _decision(stored) == _decision(rec):
+                return None
+            # Another member's record of the same candidates that decided otherwise (another ledger or config) is
+            # left as it is: rewriting it would start two members writing the record back and forth for good. A
+            # record this node alone wrote follows its decision; any member's follows a change of the candidates.
+            mine = self.provenance.writers(bid, id_) in ((), (self.local,))
+            if not mine and _decision(stored)[:1] == _decision(rec)[:1]:
+                return None
+        try:
+            sources = [self.store.get(c.id) for c in group]
+            policy = inherit(sources)
+        except GamlError:  # a candidate erased meanwhile, or sources that cannot be combined: no record
+            return None
+        won = sorted(c.id for c in group if c.value == rec["winner"])
+        lost = sorted(c.id for c in group if c.value != rec["winner"])
+        # The winners and losers are named in the payload, not as ``supports`` / ``contradicts`` edges: an edge of
+        # the owner's would resolve its target out of every frame by itself (temporal resolution), a verdict no
+        # record may pass on the members that did not decide it.
+        # The whole record under one key: replication merges a payload key by key, so two members' records of one
+        # slot merge into one of them, never into a winner of one and the candidates of the other.
+        payload = {
+            "consensus": {**rec, "won": won, "lost": lost},
+            "text": f"consensus on a contested slot: {len(won)} of {len(group)} candidates won",
+        }
+        asset = Asset(
+            id=id_,
+            asset_type=AssetType.CONSENSUS_RECORD,
+            payload=payload,
+            created_at=now,
+            updated_at=now,
+            creator=Creator.SYSTEM,
+            **policy,
+        )
+        return asset if self.provenance.boundary_of(asset) == bid else None
+
+
+def _decision(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a stored record is rewritten for: its candidates first, then the winner, who won and the override."""
+    cands = rec.get("candidates")
+    cands = cands if isinstance(cands, (list, tuple)) else ()
+    cands = [c for c in cands if isinstance(c, Mapping)]
+    over = rec.get("override")
+    return (
+        tuple(sorted(str(c.get("id")) for c in cands)),
+        rec.get("winner"),
+        tuple(sorted((str(c.get("id")), bool(c.get("won"))) for c in cands)),
+        over.get("id") if isinstance(over, Mapping) else None,
+    )
 
 
 __all__ = [
@@ -661,7 +1134,9 @@ __all__ = [
     "SCALE",
     "Claim",
     "Consensus",
+    "Evidence",
     "Ledger",
+    "Override",
     "Provenance",
     "Resolution",
     "Verdict",
@@ -670,8 +1145,13 @@ __all__ = [
     "claim_score",
     "corroborated",
     "decide",
+    "edge_counts",
+    "evidence_of",
     "fold",
     "near_duplicate",
+    "override_of",
+    "override_payload",
+    "record_asset_id",
     "slots_of",
     "tokens",
 ]

@@ -500,7 +500,8 @@ class Hydrator:
 
     def _contradicted(self, auth: Authorized) -> set[str]:
         """Authorized assets that a later authorized asset of the same owner contradicts: they are resolved out of the
-        frame (another principal's claim never silences an owner's memory)."""
+        frame (another principal's claim never silences an owner's memory, nor, within a boundary, another member's
+        claim: consensus weighs the two as one slot, ``Consensus.edge_counts``)."""
         keeps = list(auth.keep.values())
         out = set()
         for pid, ids in auth.keep.items():
@@ -516,6 +517,7 @@ class Hydrator:
                         and w is not None
                         and w.owner_id == v.owner_id
                         and (w.created_at, w.id) >= (v.created_at, v.id)
+                        and (self.consensus is None or self.consensus.edge_counts(w, v))
                     ):
                         out.add(target)
                         break

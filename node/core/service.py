@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final, TypeVar
 
-from gaml.node.core.access.retrieve import Result
-from gaml.node.core.consensus import Consensus
+from gaml.node.core.access.retrieve import Result, SearchRequest
+from gaml.node.core.consensus import Consensus, override_payload
 from gaml.node.core.errors import RateLimited
 from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
@@ -30,15 +30,17 @@ from gaml.node.core.node import Node
 from gaml.node.core.text.parsers import FORMATS, parse
 from gaml.node.core.text.records import Source
 from gaml.node.core.tokens import TokenCounter
-from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, in_audience
-from gaml.policy.errors import Deleted, GamlError, InvalidInput, PolicyError, UnknownPrincipal
-from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, ReplicationPolicy
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, in_audience, inherit
+from gaml.policy.errors import Deleted, GamlError, InvalidInput, NotFound, PolicyError, UnknownPrincipal
+from gaml.policy.model import Asset, AssetType, Creator, Level, PrivacyScope, ReplicationPolicy, content_id
 from gaml.policy.partitions import PartitionRef
 
 T = TypeVar("T")
 MAX_SEARCH_K: Final = 1000
 MAX_LOG_LIMIT: Final = 10_000
 DEFAULT_LOG_LIMIT: Final = 100
+MAX_SLOT_CHARS: Final = 512  # a slot key (explicit ones carry a subject and an attribute)
+MAX_REASON_CHARS: Final = 2000  # an override's reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -504,6 +506,100 @@ class MemoryService:
         if not 0 < limit <= MAX_LOG_LIMIT:
             raise InvalidInput(f"limit must be in [1, {MAX_LOG_LIMIT}], got {limit}")
         return self.node.governance.access_log(caller.user, caller, limit=limit)
+
+    # -- consensus (node.core.consensus) -----------------------------------------------------------------------------
+
+    def _allowed(self, caller: Principal, now: int, purpose: Permission, location: Location) -> Callable[[str], bool]:
+        """Whether the caller may use an asset for the intent: the retriever's stages 1–6, decided once."""
+        keep = self.node.retriever.authorize(SearchRequest("", caller.id, purpose, now, location=location)).keep
+        return lambda id_: any(id_ in ids for ids in keep.values())
+
+    def conflicts(
+        self,
+        caller: Principal,
+        now: int,
+        *,
+        slot: str = "",
+        purpose: Permission = Permission.READ,
+        location: Location = Location.THIS_DEVICE,
+    ) -> list[dict[str, Any]]:
+        """The contested slots among the memory the caller may use, each as the record a frame of the caller's would
+        carry (candidates, their values, sources, weights and scores, the winner); ``slot``: that one only. Empty
+        on a node in no boundary. Logged in the candidates' owners' access logs, as a search is."""
+        if len(slot) > MAX_SLOT_CHARS:
+            raise InvalidInput(f"a slot key is at most {MAX_SLOT_CHARS} characters")
+        if self.consensus is None:
+            return []
+        records = self.consensus.conflicts(now, self._allowed(caller, now, purpose, location), slot)
+        ids = sorted({c["id"] for r in records for c in r["candidates"]})
+        items = []
+        for a in self.node.store.get_many(ids):
+            if a is not None:
+                items.append((a.owner_id, {"id": a.id, "level": a.level.value, "via": "conflicts"}))
+        self.node.governance.log_read(caller, purpose, location, now, "conflicts", items)
+        return records
+
+    def reputation(self, caller: Principal, now: int) -> list[dict[str, Any]]:
+        """The ledger of each boundary of which the caller may read some memory: members, weights, admission."""
+        c = self.consensus
+        if c is None:
+            return []
+        allowed = self._allowed(caller, now, Permission.READ, Location.THIS_DEVICE)
+        return c.reputation(now, lambda bid: any(allowed(i) for i in c.provenance.asset_ids(bid)))
+
+    def override(self, caller: Principal, slot: str, choose: str, now: int, *, reason: str = "") -> dict[str, Any]:
+        """A person's choice of a contested slot's value (``choose``: a value as the slot's record names it, or a
+        candidate's id): written as a signed ``consensus_record`` naming who chose, when and why (derived from the
+        candidates, so it inherits their most restrictive policy, and replicated inside their boundary). It decides
+        the slot on this node from now on; the caller must be allowed to read every candidate. Returns the
+        override's id and the slot's record as the caller now sees it."""
+        if not slot or len(slot) > MAX_SLOT_CHARS:
+            raise InvalidInput(f"name the slot (`gaml conflicts` lists them), at most {MAX_SLOT_CHARS} characters")
+        if not choose:
+            raise InvalidInput("name the value to choose, or the id of a candidate that asserts it")
+        if len(reason) > MAX_REASON_CHARS:
+            raise InvalidInput(f"a reason is at most {MAX_REASON_CHARS} characters")
+        if self.consensus is None:
+            raise InvalidInput("this node is in no boundary: it has no contested slot to override")
+        found = self.consensus.slot_boundary(slot, now)
+        if found is None:
+            raise NotFound(f"no contested slot {slot!r} on this node (`gaml conflicts` lists them)")
+        bid, ledger = found
+        allowed = self._allowed(caller, now, Permission.READ, Location.THIS_DEVICE)
+        group = ledger.slots[slot]
+        if not all(allowed(c.id) for c in group):
+            # The slot exists, but naming what it holds would tell what the caller may not read: answered as missing.
+            raise NotFound(f"no contested slot {slot!r} on this node (`gaml conflicts` lists them)")
+        value = {c.id: c.value for c in group}.get(choose, choose)
+        if value not in {c.value for c in group}:
+            raise InvalidInput(f"no candidate of slot {slot!r} asserts {choose!r}; choose one of their values or ids")
+        sources = [self.node.store.get(c.id) for c in group]
+        payload = override_payload(bid, slot, value, caller.id, now, reason)  # no contradicts edge (see record_assets)
+        policy = inherit(sources)
+        asset = Asset(
+            id=content_id(AssetType.CONSENSUS_RECORD, policy["owner_id"], policy["tenant_scope"], payload),
+            asset_type=AssetType.CONSENSUS_RECORD,
+            payload=payload,
+            created_at=now,
+            updated_at=now,
+            creator=Creator.USER,
+            **policy,
+        )
+        self.node.put([asset], now)
+        self.consensus.wrote(now)
+        records = self.consensus.conflicts(now, allowed, slot)
+        return {"override": asset.id, "record": records[0] if records else {}}
+
+    def settle_consensus(self, now: int) -> int:
+        """Write this node's consensus records whose decision is new or changed (replication then carries them);
+        how many. The daemon runs it on each replication tick."""
+        if self.consensus is None:
+            return 0
+        assets = self.consensus.record_assets(now)
+        if assets:
+            self.node.put(assets, now)
+            self.consensus.wrote(now)
+        return len(assets)
 
     def status(self, caller: Principal | None) -> dict[str, Any]:
         """The node's side of :class:`gaml.node.core.api.Status` (the transport adds the caller and its own).

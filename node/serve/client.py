@@ -31,7 +31,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from gaml.node.core.api import GetOptions, GrantOptions, Hit, HydrateOptions, SearchOptions, Status
+from gaml.node.core.api import GetOptions, GrantOptions, Hit, HydrateOptions, IntentOptions, SearchOptions, Status
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
@@ -316,6 +316,21 @@ class Client:
         r = self._call(self.stub.AccessLog, memory_pb2.AccessLogRequest(limit=limit), **kw)
         return [_struct_json(rec.entry) for rec in r.records]
 
+    def conflicts(self, slot: str = "", *, purpose: Any = "", location: Any = "", **kw: Any) -> list[dict[str, Any]]:
+        """The contested slots the caller's memory holds, each a consensus record (see the Conflicts call)."""
+        req = _request(memory_pb2.ConflictsRequest, slot=slot, intent=_intent(purpose, location))
+        return [_struct_json(r) for r in self._call(self.stub.Conflicts, req, **kw).records]
+
+    def reputation(self, **kw: Any) -> list[dict[str, Any]]:
+        """Per boundary, its reputation ledger (see the Reputation call)."""
+        return [_struct_json(r) for r in self._call(self.stub.Reputation, memory_pb2.ReputationRequest(), **kw).ledgers]
+
+    def override(self, slot: str, choose: str, reason: str = "", **kw: Any) -> dict[str, Any]:
+        """Choose a contested slot's value: ``{override, record}``."""
+        req = _request(memory_pb2.OverrideRequest, slot=slot, choose=choose, reason=reason)
+        r = self._call(self.stub.Override, req, **kw)
+        return {"override": r.override, "record": _struct_json(r.record)}
+
 
 class RemoteMemory:
     """:class:`gaml.node.core.api.Memory` answered by a running daemon: each call one RPC of ``client`` (whose
@@ -440,6 +455,18 @@ class RemoteMemory:
         if not 0 < limit <= MAX_LOG_LIMIT:  # as the service says it (the wire reads 0 as "the default")
             raise InvalidInput(f"limit must be in [1, {MAX_LOG_LIMIT}], got {limit}")
         return self.client.access_log(limit)
+
+    def conflicts(self, slot: str = "", **options: Unpack[IntentOptions]) -> list[dict[str, Any]]:
+        o = options
+        return self.client.conflicts(
+            slot, purpose=o.get("purpose", Permission.READ), location=o.get("location", Location.THIS_DEVICE)
+        )
+
+    def reputation(self) -> list[dict[str, Any]]:
+        return self.client.reputation()
+
+    def override(self, slot: str, choose: str, *, reason: str = "") -> dict[str, Any]:
+        return self.client.override(slot, choose, reason)
 
 
 def _request(message: Callable[..., T], *args: Any, **fields: Any) -> T:

@@ -76,7 +76,15 @@ from gaml.node.core.service import (
     RateLimiter,
 )
 from gaml.node.core.tokens import TokenCounter
-from gaml.node.home import check_home, local_principal, make_counter, memory_layers, open_node, read_config
+from gaml.node.home import (
+    check_home,
+    consensus_weights,
+    local_principal,
+    make_counter,
+    memory_layers,
+    open_node,
+    read_config,
+)
 from gaml.node.pairing import p2p_config
 from gaml.node.serve.replicator import Replicator, status_key
 from gaml.node.serve.servicer import SERVICE, MemoryServicer, handlers
@@ -91,7 +99,7 @@ from gaml.policy.keychain import NODE_IDENTITY_REF
 T = TypeVar("T")
 RUN_DIR: Final = "run"
 SOCKET_NAME: Final = "gaml.sock"
-WRITES: Final = frozenset({"Put", "Ingest", "Forget"})  # calls after which replication ticks at once
+WRITES: Final = frozenset({"Put", "Ingest", "Forget", "Override"})  # calls after which replication ticks at once
 INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -403,7 +411,10 @@ class Daemon:
         cfg = p2p_config(self.home)
         if not replica.boundary_ids() and self.opts.p2p is None:
             return None
-        svc.consensus = Consensus(svc.node.store, replica, replica.node_id)  # before the first frame is made
+        # Before the first frame is made; its records and overrides are sealed into their boundaries as written.
+        svc.consensus = Consensus(
+            svc.node.store, replica, replica.node_id, consensus_weights(self.home), pump=replica.pump
+        )
         seed = svc.node.store.keychain.get(NODE_IDENTITY_REF)
         return Replicator(
             replica,
@@ -413,6 +424,7 @@ class Daemon:
             status_key(svc.node.store.keychain),
             listen=self.opts.p2p or cfg["listen"],
             peers=[*cfg["peers"], *self.opts.peers],
+            settle=svc.settle_consensus,
         )
 
     def _close(self) -> None:

@@ -6,8 +6,9 @@
   :class:`node.daemon.CoreLane`), where the sync engine (:class:`crdt.sync.Sync`) and the replica
   (:class:`node.replica.Replica`) live beside the store. The frames they return go back to the host's send queues.
   Every touch of the core happens on the core thread, one at a time, as for gRPC calls.
-- A **tick** (every ``tick_s``, and right after a local write: :meth:`Replicator.poke`) runs ``replica.pump`` (the
-  journal's new writes become objects) and ``sync.tick`` (announcements, retries).
+- A **tick** (every ``tick_s``, and right after a local write: :meth:`Replicator.poke`) runs ``settle`` (the node's
+  consensus records whose decision changed are written), ``replica.pump`` (the journal's new writes become objects)
+  and ``sync.tick`` (announcements, retries).
 - A **status file**, ``HOME/run/replication.json`` (0600), says what ``gaml peers`` shows while the daemon runs: this
   node's addresses, the boundaries and members (no key, no object id), the peers connected now and per-peer counters.
 
@@ -21,6 +22,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,6 +41,7 @@ from gaml.policy.keychain import NODE_MASTER_REF, Keychain
 T = TypeVar("T")
 RETRY_US: Final = 2_000_000
 STATUS_EVERY_S: Final = 1.0
+SETTLE_EVERY_S: Final = 2.0  # consensus records are written at most this often (a changed boundary refolds its ledger)
 BATCH: Final = 256  # events handed to the core thread at once …
 # … and frame bytes: objects are accepted (decrypted, merged, embedded, written) in jobs of about this size, so a
 # gRPC call waiting behind an initial sync waits for one job (~0.3 s), not for the whole Send queue.
@@ -69,8 +72,14 @@ class Replicator:
         listen: Sequence[str],
         peers: Sequence[str],
         tick_s: float = 0.25,
+        settle: Callable[[int], object] | None = None,
     ) -> None:
+        """``settle(now)``: run on the core thread before the pump of a tick, at most every :data:`SETTLE_EVERY_S`
+        (the node's consensus records: what it writes leaves in the same tick). A failure of it is logged and
+        replication goes on."""
         self.replica = replica
+        self._settle = settle
+        self._settled_at = -math.inf
         self.sync = Sync(replica, crypto.SystemEntropy(), retry_after=RETRY_US, max_send_bytes=BATCH_BYTES)
         self._seed = seed
         self._submit = submit
@@ -226,6 +235,13 @@ class Replicator:
                 self.sync.disconnected(node)
             elif kind == "tick" and not ticked:
                 ticked = True
+                if self._settle is not None and time.monotonic() - self._settled_at >= SETTLE_EVERY_S:
+                    self._settled_at = time.monotonic()
+                    try:
+                        self._settle(now)
+                    except Exception:  # consensus bookkeeping must never stop replication
+                        self.errors += 1
+                        log.error("consensus_settle_error", exc_info=True)
                 self.replica.pump(now)
                 outs += self.sync.tick(now)
         return outs, (self.status() if want_status else None)

@@ -496,6 +496,38 @@ class MemoryServicer:
             **extra,
         )
 
+    async def Conflicts(
+        self, req: memory_pb2.ConflictsRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.ConflictsResponse:
+        _check(req)
+        purpose, location = _intent(req, Permission.READ)
+        records = await self.rt.call(
+            ctx,
+            "Conflicts",
+            lambda c, now: self.svc.conflicts(c, now, slot=req.slot, purpose=purpose, location=location),
+            size=req.ByteSize(),
+        )
+        return memory_pb2.ConflictsResponse(records=[_struct(r) for r in records])
+
+    async def Reputation(
+        self, req: memory_pb2.ReputationRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.ReputationResponse:
+        _check(req)
+        ledgers = await self.rt.call(ctx, "Reputation", lambda c, now: self.svc.reputation(c, now), size=req.ByteSize())
+        return memory_pb2.ReputationResponse(ledgers=[_struct(r) for r in ledgers])
+
+    async def Override(
+        self, req: memory_pb2.OverrideRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.OverrideResponse:
+        _check(req)
+        out = await self.rt.call(
+            ctx,
+            "Override",
+            lambda c, now: self.svc.override(c, req.slot, req.choose, now, reason=req.reason),
+            size=req.ByteSize(),
+        )
+        return memory_pb2.OverrideResponse(override=out["override"], record=_struct(out["record"]))
+
 
 # -- registration ------------------------------------------------------------------------------------------------------
 

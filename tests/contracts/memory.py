@@ -252,6 +252,24 @@ def story_bad_arguments_are_bad_input(doors: Doors) -> list[Any]:
     return [id_]
 
 
+def story_conflicts_on_a_node_in_no_boundary(doors: Doors) -> list[Any]:
+    """A node in no boundary has nothing to weigh: no contested slot, no ledger, and an override is refused as bad
+    input, naming why; a slot key past its bound is refused before anything is read. The same through every door."""
+    doors.alice.put([fact("the boiler is serviced every october")])
+    assert doors.alice.conflicts() == [] and doors.alice.conflicts("n:anything") == []
+    assert doors.alice.reputation() == []
+    with pytest.raises(InvalidInput, match="no boundary"):
+        doors.alice.override("n:anything", "x")
+    for bad in (
+        lambda: doors.alice.conflicts("s" * 513),
+        lambda: doors.alice.override("", "x"),
+        lambda: doors.alice.override("n:anything", ""),
+    ):
+        with pytest.raises(InvalidInput):
+            bad()
+    return [doors.alice.conflicts(), doors.alice.reputation()]
+
+
 STORIES: tuple[Story, ...] = (
     story_put_then_get,
     story_check_only_writes_nothing,
@@ -265,4 +283,5 @@ STORIES: tuple[Story, ...] = (
     story_status_names_the_caller_and_counts,
     story_a_tombstone_is_its_owners_to_see,
     story_bad_arguments_are_bad_input,
+    story_conflicts_on_a_node_in_no_boundary,
 )

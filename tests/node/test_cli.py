@@ -255,3 +255,54 @@ def test_grant_revoke_access_log_and_redact_from_the_cli(
     assert packet["derived_from"] == [verbatim] and "maya@example.com" not in out and "Maya" not in out
     _, out, _ = run(capsys, "--home", str(home), "search", "garden budget", "--as", "alice", "--json")
     assert work in [h["id"] for h in json.loads(out)]
+
+
+def test_conflicts_override_and_reputation_from_the_cli(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a node in a subnet, `gaml conflicts` lists a contested slot (two values of one subject and attribute),
+    `--choose` overrides it for the caller's frames (an audited record naming who and why), and `gaml reputation`
+    shows the node as the subnet's founder. Bad combinations of options are clear errors."""
+    h = str(home)
+    assert run(capsys, "--home", h, "subnet", "create", "ops", "--tenant", "acme")[0] == 0
+    assert run(capsys, "--home", h, "principal", "add", "alice", "--tenant", "acme")[0] == 0
+    policy = {"owner_id": "alice", "tenant_scope": "acme", "privacy_scope": "enterprise_private"}
+    policy |= {"replication_policy": "private_subnet"}
+    drafts = [
+        {"subject": "staging db", "attribute": "port", "value": 5432, "text": "the staging db listens on port 5432"},
+        {"subject": "staging db", "attribute": "port", "value": 6543, "text": "the staging db listens on port 6543"},
+    ]
+    old_id = None
+    for d in drafts:  # one at a time: the second is the newer claim
+        code, out, err = run(
+            capsys, "--home", h, "put", stdin=json.dumps({"asset_type": "fact", "payload": d, **policy})
+        )
+        assert code == 0, err
+        old_id = old_id or out.split()[0]
+    code, out, err = run(capsys, "--home", h, "conflicts", "--as", "alice", "--json")
+    assert code == 0, err
+    (rec,) = json.loads(out)
+    assert rec["winner"] == "6543" and {c["value"] for c in rec["candidates"]} == {"5432", "6543"}
+    code, out, _ = run(capsys, "--home", h, "conflicts", "--as", "alice")
+    assert f"slot {rec['slot']}" in out and "won " in out and "'6543'" in out
+    code, out, err = run(
+        capsys, "--home", h, "conflicts", "--as", "alice", "--slot", rec["slot"], "--choose", old_id, "--reason", "pg"
+    )
+    assert code == 0, err
+    chosen = json.loads(out)
+    assert chosen["record"]["winner"] == "5432" and chosen["record"]["override"]["by"] == "alice"
+    code, out, err = run(
+        capsys, "--home", h, "hydrate", "--goal", "staging db port", "--budget", "300", "--as", "alice"
+    )
+    assert code == 0, err
+    assert "5432" in out and "6543" not in out
+    code, out, err = run(capsys, "--home", h, "reputation", "--as", "alice", "--json")
+    assert code == 0, err
+    (ledger,) = json.loads(out)
+    assert ledger["kind"] == "subnet" and ledger["overrides"] == [chosen["override"]]
+    assert [(m["founder"], m["admitted"]) for m in ledger["members"]] == [(True, True)]
+    for argv, why in (
+        (("--choose", "x"), "--choose needs --slot"),
+        (("--reason", "r"), "--reason goes with --choose"),
+        (("--slot", "n:none", "--choose", "x"), "no contested slot"),
+    ):
+        code, _, err = run(capsys, "--home", h, "conflicts", "--as", "alice", *argv)
+        assert code != 0 and why in err, (argv, err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 
@@ -10,11 +11,18 @@ from gaml.node.core.consensus import (
     DAY_US,
     SCALE,
     Claim,
+    Consensus,
+    Evidence,
     Weights,
     claim_of,
+    corroborated,
     decide,
+    edge_counts,
+    evidence_of,
     fold,
     near_duplicate,
+    override_payload,
+    record_asset_id,
     record_of,
     tokens,
 )
@@ -278,3 +286,206 @@ def test_an_edited_claim_is_weighed_again_not_answered_from_an_old_decision() ->
     world.put(future, 1)
     later = c.resolve([a, b2, future], 3 * DAY_US, lambda _: True)
     assert later.dropped[future.id] == "future" and "9" not in {r["winner"] for r in later.records.values()}
+
+
+class _Store(_World):
+    """A :class:`_World` that answers as the store does: a missing asset is ``NotFound``, and what is put is there."""
+
+    def __init__(self, r: membership.Roster) -> None:
+        super().__init__(r)
+        self.bid = b"\x02" * 16
+
+    def get(self, id_: str) -> Asset:
+        from gaml.policy.errors import NotFound
+
+        if id_ not in self.assets:
+            raise NotFound(id_)
+        return self.assets[id_]
+
+    def boundary_ids(self) -> list[bytes]:
+        return [self.bid]
+
+
+def _contested(world: _Store) -> tuple[Asset, Asset]:
+    """The founder (node 0) and a fresh member (node 2) disagree on the staging database's port."""
+    a = fact("a", "the staging database listens on port 5432 since the migration", 3 * DAY_US + 1)
+    b = fact("b", "the staging database listens on port 6543 since the migration", 3 * DAY_US + 2)
+    world.put(a, 0)
+    world.put(b, 2)
+    return a, b
+
+
+def _verdict(id_: str, at: int, **payload: object) -> Asset:
+    return Asset(
+        id=hashlib.blake2b(id_.encode(), digest_size=16).hexdigest(),
+        asset_type=AssetType.VERIFICATION_RESULT,
+        payload=payload,
+        owner_id="o",
+        created_at=at,
+    )
+
+
+def test_a_refutation_by_an_admitted_independent_judge_zeroes_the_claim_and_strikes_its_source() -> None:
+    """Execution-integrity evidence: the founder (admitted) refutes a claim of member 1, which then scores nothing
+    and loses weight; the same verdict written by an unadmitted member, or about its own claim, counts for nothing."""
+    r = roster({0: 0, 1: DAY_US, 2: 2 * DAY_US})
+    claim_1 = claim("c1", 1, "the build cache lives on volume nine since last week", 3 * DAY_US)
+    rival = claim("c2", 2, "the build cache lives on volume four since last week", 3 * DAY_US + 1)
+    base = fold(r, [claim_1, rival], W, 5 * DAY_US)
+    assert claim_1.id not in base.refuted
+    refute = [
+        Evidence("e1", (node(0),), 4 * DAY_US, claim_1.id, "", "refuted"),
+    ]
+    judged = fold(r, [claim_1, rival], W, 5 * DAY_US, refute)
+    assert judged.refuted == {claim_1.id: "e1"} and judged.weight(node(1)) < base.weight(node(1))
+    v = decide("s", [claim_1, rival], judged)
+    assert v.claim_scores[claim_1.id] == 0 and v.winner == rival.value
+    cands = {x["id"]: x for x in record_of(b"\x01" * 16, "s", v, [claim_1, rival], judged)["candidates"]}
+    assert cands[claim_1.id]["refuted"] == "e1" and "refuted" not in cands[rival.id]
+    unadmitted = Evidence("e2", (node(2),), 4 * DAY_US, claim_1.id, "", "refuted")  # member 2 is not admitted
+    own = Evidence("e3", (node(1),), 4 * DAY_US, claim_1.id, "", "refuted")
+    ignored = fold(r, [claim_1, rival], W, 5 * DAY_US, [unadmitted, own])
+    assert ignored.refuted == {} and sorted(ignored.ignored) == ["e2", "e3"]
+    assert ignored.weight(node(1)) == base.weight(node(1))
+
+
+def test_a_verification_corroborates_and_a_fraud_verdict_strikes_the_member() -> None:
+    r = roster({0: 0, 1: 40 * DAY_US, 2: 41 * DAY_US})
+    c1 = claim("c1", 1, "the nightly backup of the ledger database finishes at 02:40 utc", 50 * DAY_US)
+    other = claim("c2", 2, "the nightly backup of the ledger database finishes at 03:40 utc", 50 * DAY_US + 1)
+    ok = Evidence("v", (node(0),), 51 * DAY_US, c1.id, "", "verified")
+    before = fold(r, [c1, other], W, 60 * DAY_US)
+    after = fold(r, [c1, other], W, 60 * DAY_US, [ok])
+    assert after.verified == {c1.id: "v"} and after.weight(node(1)) > before.weight(node(1))
+    assert corroborated(c1, [c1, other], after, {c1.id: c1.id, other.id: other.id})
+    fraud = Evidence("f", (node(0),), 52 * DAY_US, "", node(2), "fraud")
+    struck = fold(r, [c1, other], W, 60 * DAY_US, [fraud])
+    assert struck.weight(node(2)) < before.weight(node(2))
+    # The evidence assets themselves: only a verdict this rule reads is evidence.
+    asset = _verdict("x", 51 * DAY_US, about=c1.id, verdict="Pass")
+    assert evidence_of(asset, [node(0)]) == Evidence(asset.id, (node(0),), 51 * DAY_US, c1.id, "", "verified")
+    assert evidence_of(_verdict("y", 1, about=c1.id, verdict="maybe"), [node(0)]) is None
+    assert evidence_of(fact("z", "a fact is no verdict", 1, about=c1.id, verdict="pass"), [node(0)]) is None
+
+
+def test_stored_records_name_the_winner_and_the_loser_and_are_rewritten_only_on_a_new_decision() -> None:
+    """record_assets: one consensus_record per contested slot, this node's, derived from the candidates (their
+    policy), stable in id, and not written again while the decision stands."""
+    world = _Store(roster({0: 0, 1: 2 * DAY_US, 2: 3 * DAY_US}))
+    a, b = _contested(world)
+    c = Consensus(world, world, node(0))
+    (rec,) = c.record_assets(4 * DAY_US)
+    body = rec.payload["consensus"]
+    assert rec.asset_type is AssetType.CONSENSUS_RECORD and rec.id == record_asset_id(world.bid, body["slot"])
+    assert list(body["won"]) == [a.id] and list(body["lost"]) == [b.id]
+    assert rec.derived_from == tuple(sorted([a.id, b.id])) and not rec.contradicts  # no edge silences the loser
+    assert rec.owner_id == "o" and body["winner"] == claim_of(a, []).value
+    world.put(rec, 0)
+    assert c.record_assets(4 * DAY_US) == []  # the same decision: nothing to write
+    assert c.record_assets(9 * DAY_US) == []  # another day, another ledger version, the same decision
+    # Another member that decides otherwise (its config lets only the newest claim score) leaves the record it did
+    # not write alone (no two members writing it back and forth); a new candidate makes any member write it again.
+    other = Consensus(world, world, node(1), Weights(recency=SCALE))
+    (theirs,) = other.conflicts(9 * DAY_US, lambda _: True)
+    assert theirs["winner"] == claim_of(b, []).value
+    assert other.record_assets(9 * DAY_US) == []
+    third = fact("c", "the staging database listens on port 7777 since the migration", 5 * DAY_US)
+    world.put(third, 1)
+    (again,) = c.record_assets(9 * DAY_US)
+    assert again.id == rec.id and len(again.payload["consensus"]["candidates"]) == 3
+    # Records are no claims: the record does not join the slot, and a frame never shows it.
+    res = c.resolve([a, b, rec, again], 9 * DAY_US, lambda _: True)
+    assert res.dropped == {b.id: "contradicted", third.id: "contradicted", rec.id: "record"}
+    (shown,) = res.records.values()
+    assert {x["id"] for x in shown["candidates"]} == {a.id, b.id, third.id}
+
+
+def test_an_override_decides_where_it_was_written_and_where_the_founder_wrote_it_only() -> None:
+    world = _Store(roster({0: 0, 1: 2 * DAY_US, 2: 3 * DAY_US}))
+    a, b = _contested(world)
+    on_0 = Consensus(world, world, node(0))
+    (rec,) = on_0.conflicts(4 * DAY_US, lambda _: True)
+    assert rec["winner"] == claim_of(a, []).value
+    slot, loser = rec["slot"], claim_of(b, []).value
+    mine = Asset(
+        id=hashlib.blake2b(b"o2", digest_size=16).hexdigest(),
+        asset_type=AssetType.CONSENSUS_RECORD,
+        payload=override_payload(world.bid, slot, loser, "carol", 4 * DAY_US, "checked the config"),
+        owner_id="o",
+        created_at=4 * DAY_US,
+    )
+    world.put(mine, 2)  # written by member 2 (not the founder)
+    on_2, on_1 = Consensus(world, world, node(2)), Consensus(world, world, node(1))
+    (here,) = on_2.conflicts(5 * DAY_US, lambda _: True)
+    assert here["winner"] == loser and here["override"] == {
+        "id": mine.id,
+        "by": "carol",
+        "reason": "checked the config",
+    }
+    assert on_2.resolve([a, b], 5 * DAY_US, lambda _: True).dropped == {a.id: "contradicted"}
+    (there,) = on_1.conflicts(5 * DAY_US, lambda _: True)  # another member's override decides nothing on node 1
+    assert there["winner"] == claim_of(a, []).value and "override" not in there
+    world.put(dataclasses.replace(mine, id=hashlib.blake2b(b"o0", digest_size=16).hexdigest()), 0)
+    (now_1,) = Consensus(world, world, node(1)).conflicts(5 * DAY_US, lambda _: True)
+    assert now_1["winner"] == loser  # the founder's override decides on every member
+    assert on_1.reputation(5 * DAY_US, lambda _: True)[0]["overrides"] == [
+        hashlib.blake2b(b"o0", digest_size=16).hexdigest()
+    ]
+
+
+def test_conflicts_weigh_only_what_the_caller_may_read() -> None:
+    world = _Store(roster({0: 0, 1: 2 * DAY_US, 2: 3 * DAY_US}))
+    a, _ = _contested(world)
+    c = Consensus(world, world, node(0))
+    assert len(c.conflicts(4 * DAY_US, lambda _: True)) == 1
+    assert c.conflicts(4 * DAY_US, lambda id_: id_ == a.id) == []  # one candidate readable: nothing contested
+    assert c.conflicts(4 * DAY_US, lambda _: True, slot="n:unknown") == []
+
+
+def test_weights_come_from_the_config_by_name() -> None:
+    import pytest
+
+    w = Weights.from_json({"admit": 300_000, "trust": {"unverified": 700_000}})
+    assert w.admit == 300_000 and w.trust["unverified"] == 700_000 and w.trust["higher_trust"] == SCALE
+    with pytest.raises(ValueError, match="unknown consensus settings: admission"):
+        Weights.from_json({"admission": 1})
+    with pytest.raises(ValueError, match=r"consensus\.loss"):
+        Weights.from_json({"loss": 1.5})
+    with pytest.raises(ValueError, match="trust"):
+        Weights.from_json({"trust": {"higher_trust": True}})
+
+
+def test_a_member_naming_anothers_claim_as_superseded_makes_a_slot_not_a_supersession() -> None:
+    """An edge (supersedes / contradicts) counts by itself only from the target's own sources (or in a devices
+    boundary); from another member, the two claims are one slot, and the founder's claim beats a fresh member's."""
+    r = roster({0: 0, 1: 2 * DAY_US})
+    honest = fact("h", "the office wifi password rotates every monday morning", 3 * DAY_US)
+    newer = dataclasses.replace(
+        fact("p", "the office wifi password never rotates at all, use the old one", 4 * DAY_US),
+        supersedes=(honest.id,),
+    )
+    ch, cp = claim_of(honest, [node(0)]), claim_of(newer, [node(1)])
+    assert cp.edges == (honest.id,)
+    assert not edge_counts(cp, ch, "tenant") and edge_counts(cp, ch, "devices")
+    assert edge_counts(claim_of(newer, [node(0)]), ch, "tenant")  # the founder updating its own claim
+    ledger = fold(r, [ch, cp], W, 5 * DAY_US)
+    ((key, members),) = ledger.slots.items()
+    assert key.startswith("e:") and {c.id for c in members} == {honest.id, newer.id}
+    assert decide(key, members, ledger).winner == ch.value
+    own = fold(r, [ch, claim_of(newer, [node(0)])], W, 5 * DAY_US)
+    assert own.slots == {}  # a source superseding its own claim: temporal resolution's to apply, no conflict
+
+
+def test_a_source_that_changed_its_claim_is_not_struck_for_the_old_value() -> None:
+    """The same member asserting a new value of its own explicit slot updated it: the newer value wins by recency,
+    and no strike halves the member (the founder keeps its full weight); another member's losing value is struck."""
+    r = roster({0: 0, 1: DAY_US})
+    old = claim("o", 0, "the staging db listens on port 5432", 2 * DAY_US, subject="db", attribute="port", value=5432)
+    new = claim("n", 0, "the staging db listens on port 6543", 3 * DAY_US, subject="db", attribute="port", value=6543)
+    ledger = fold(r, [old, new], W, 4 * DAY_US)
+    assert ledger.weight(node(0)) == SCALE and decide("s", [old, new], ledger).winner == new.value
+    rival = claim(
+        "r", 1, "the staging db listens on port 1111", 3 * DAY_US + 1, subject="db", attribute="port", value=1
+    )
+    after = fold(r, [old, new, rival], W, 4 * DAY_US)
+    assert after.weight(node(0)) == SCALE and after.weight(node(1)) == W.start // 2

@@ -72,6 +72,9 @@ METHODS = {
     "ListGrants",
     "AccessLog",
     "Status",
+    "Conflicts",
+    "Reputation",
+    "Override",
 }
 TRANSPORTS = ("unix", "mtls")
 NOBODY = 65534

@@ -554,6 +554,12 @@ def hostile_requests(method: str, node: FuzzNode) -> st.SearchStrategy[bytes]:
         "AccessLog": serialized(st.builds(memory_pb2.AccessLogRequest, limit=count(10_000))),
         "ListGrants": st.just(b""),
         "Status": st.just(b""),
+        "Conflicts": serialized(
+            st.builds(memory_pb2.ConflictsRequest, intent=intents(), slot=TEXT | st.sampled_from(["n:0", "s:[]"]))
+        ),
+        "Reputation": st.just(b""),
+        # On the fuzz node (in no boundary) every override is refused: nothing to choose between.
+        "Override": serialized(st.builds(memory_pb2.OverrideRequest, slot=TEXT, choose=TEXT | ids, reason=TEXT)),
     }
     return mostly(strategies[method], mutated_fields(method))
 
@@ -707,7 +713,7 @@ def test_hostile_field_values_get_a_clean_status_and_change_nothing(
 
         check()
         assert seen, "every example was filtered out"
-        if method in ("Search", "Hydrate", "AccessLog", "ListGrants", "Status"):
+        if method in ("Search", "Hydrate", "AccessLog", "ListGrants", "Status", "Conflicts", "Reputation"):
             assert Code.OK in seen, "no hostile request got past the checks: the fuzz did not reach the node"
 
 

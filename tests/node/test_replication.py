@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from gaml.crdt.objects import peek
+from gaml.node.core.consensus import record_asset_id
 from gaml.node.core.replica import Replica, record_of
 from gaml.node.serve.client import Client
 from gaml.policy.errors import Deleted, NotFound
@@ -253,6 +254,16 @@ def test_a_subnet_converges_through_a_relay_that_holds_no_plaintext(
             lambda seen: same(seen) and seen["s1"][0] is not None and len(seen["s1"][0]["tags"]) == 3,
         )
         assert final["s1"][0] is not None and final["s1"][0]["tags"] == ["edited-on-s2", "edited-on-s3", "s1"]
+        # The runbooks differ in one word and come from different members: one contested slot, whose one consensus
+        # record the members write and replicate like any asset, until every member holds the same.
+        (slot,) = fleet.wait("s1 to list the runbooks' slot", clients["s1"].conflicts)
+        rid = record_asset_id(bytes.fromhex(slot["boundary"]), slot["slot"])
+        fleet.wait(
+            "every member to hold the same consensus record",
+            lambda: [shared(get_or_none(c, rid)) for c in clients.values()],
+            lambda seen: seen[0] is not None and all(x == seen[0] for x in seen),
+        )
+        ids.append(rid)
     finally:
         for c in clients.values():
             c.close()
@@ -431,6 +442,7 @@ def test_a_member_poisoning_a_claim_loses_to_the_founder_in_every_members_frame(
     goal = "how many episodes are in chicago fire season 4"
     _, daemons = start_subnet(fleet, subnet_template)
     clients = {n: daemons[n].client() for n in MEMBERS}
+    ids = {n: c.status()["node_id"] for n, c in clients.items()}
     try:
         (hid,) = clients["s1"].put([subnet_asset(honest)])
         (pid,) = clients["s3"].put([subnet_asset(poison)])
@@ -455,7 +467,46 @@ def test_a_member_poisoning_a_claim_loses_to_the_founder_in_every_members_frame(
             seen[n] = (rec["slot"], rec["winner"], sorted(won))
             hits = [h["id"] for h in clients[n].search("chicago fire fourth season episodes", k=5)]
             assert hid in hits and pid not in hits, (n, hits)
+            # The same record through the Conflicts call, and the ledger through Reputation.
+            (listed,) = [r for r in clients[n].conflicts() if r["slot"] == rec["slot"]]
+            assert listed["winner"] == rec["winner"] and {x["id"] for x in listed["candidates"]} == {hid, pid}
+            assert clients[n].conflicts(slot="n:no-such-slot") == []
+            (ledger,) = clients[n].reputation()
+            standing = {m["node"]: (m["founder"], m["admitted"]) for m in ledger["members"]}
+            assert standing[ids["s1"]] == (True, True) and standing[ids["s3"]] == (False, False), (n, standing)
         assert seen["s1"] == seen["s2"] == seen["s3"]
+        slot, bid = seen["s1"][0], bytes.fromhex(ledger["boundary"])
+        # The boundary keeps one consensus_record asset of the slot, written by its members and replicated.
+        record = record_asset_id(bid, slot)
+        got = {n: fleet.wait(f"the slot's record on {n}", partial(get_or_none, clients[n], record)) for n in MEMBERS}
+        body = got["s1"]["payload"]["consensus"]
+        assert got["s1"]["asset_type"] == "consensus_record" and body["lost"] == [pid] and body["won"] == [hid]
+        assert body["slot"] == slot and got["s1"]["derived_from"] == sorted([hid, pid])
+        # s3 overrides the slot on itself: its frames now show its choice; s1, the founder, is not moved by it.
+        out = clients["s3"].override(slot, pid, reason="I measured it")
+        assert out["record"]["override"]["id"] == out["override"] and out["record"]["winner"] != seen["s1"][1]
+        assert {x["id"]: x["won"] for x in out["record"]["candidates"]} == {hid: False, pid: True}
+        mine = clients["s3"].hydrate(goal, 300)["frame"]
+        assert "24 episodes" in mine and "23 episodes" not in mine
+        fleet.wait("s3's override to reach s1", lambda: get_or_none(clients["s1"], out["override"]))
+        theirs = clients["s1"].hydrate(goal, 300)["frame"]
+        assert "23 episodes" in theirs and "24 episodes" not in theirs
+        # s3 names s1's claim as superseded by one of its own: not a supersession of another member's claim (which
+        # would drop it from every frame by itself, as an owner's own supersession does). s1's claim, already in a
+        # slot, stays; s3's new claim is a fresh member's uncorroborated claim, held back from the frames.
+        later = "Chicago Fire's fourth season was cut short and aired only 12 episodes."
+        (sid,) = clients["s3"].put([subnet_asset(later, supersedes=[hid])])
+        fleet.wait(
+            "s3's superseding claim to reach s1 and s2",
+            lambda: [get_or_none(clients[n], sid) for n in ("s1", "s2")],
+            all,
+        )
+        for n in ("s1", "s2"):
+            out = clients[n].hydrate(goal, 300)
+            assert "23 episodes" in out["frame"] and "12 episodes" not in out["frame"], (n, out["frame"])
+            c = out["receipt"]["consensus"]
+            assert sid in c["contradicted"] + c["unadmitted"] and hid not in c["contradicted"], (n, c)
+            assert out["receipt"]["resolved"] == {"contradicted": [], "temporal": 0}, n  # no edge resolved it out
     finally:
         for c in clients.values():
             c.close()

@@ -69,6 +69,9 @@ def test_a_port_in_use_is_a_clear_error_with_exit_code_2(home: Home) -> None:
         (lambda c: c.update(limits={"burst": -1}), "limits"),
         (lambda c: c.update(limits={"max_request_bytes": "big"}), "limits"),
         (lambda c: c.update(p2p={"peers": "not a list"}), "p2p.peers"),
+        (lambda c: c.update(consensus={"admit": 2_000_000}), "consensus"),
+        (lambda c: c.update(consensus={"admission": 1}), "consensus"),
+        (lambda c: c.update(consensus=[1]), "consensus"),
     ],
 )
 def test_a_bad_config_is_refused_at_open_naming_the_key(

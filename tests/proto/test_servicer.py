@@ -33,7 +33,10 @@ METHODS = [m.name for m in memory_pb2.DESCRIPTOR.services_by_name["Memory"].meth
 def test_every_rpc_has_a_handler() -> None:
     """Each method of gaml.v1.Memory is implemented by the servicer (the generic handler is built from the schema)."""
     assert sorted(METHODS) == sorted(
-        ["Ingest", "Put", "Get", "Forget", "Search", "Hydrate", "Grant", "Revoke", "ListGrants", "AccessLog", "Status"]
+        [
+            *("Ingest", "Put", "Get", "Forget", "Search", "Hydrate", "Grant", "Revoke", "ListGrants", "AccessLog"),
+            *("Status", "Conflicts", "Reputation", "Override"),
+        ]
     )
     for name in METHODS:
         assert callable(getattr(servicer.MemoryServicer, name)), name

@@ -372,13 +372,20 @@ class Retriever:
 
     def _superseded(self, target: str, by: set[str], at: int) -> bool:
         """Whether a live asset of the target's own owner, known by ``at``, supersedes it: another principal's
-        memory never silences an owner's (a claim against it is a conflict to resolve, not a supersession)."""
+        memory never silences an owner's (a claim against it is a conflict to resolve, not a supersession), and
+        within a boundary neither does another member's (consensus weighs the two as one slot:
+        ``Consensus.edge_counts``)."""
         t = self.store.view(target)
         if t is None:
             return False  # not a live asset: there is nothing to drop
         for other in by:
             v = self.store.view(other)
-            if v is not None and v.created_at <= at and v.owner_id == t.owner_id:
+            if (
+                v is not None
+                and v.created_at <= at
+                and v.owner_id == t.owner_id
+                and (self.consensus is None or self.consensus.edge_counts(v, t))
+            ):
                 return True
         return False
 

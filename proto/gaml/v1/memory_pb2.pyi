@@ -433,3 +433,45 @@ class PartitionStatus(_message.Message):
     epoch: int
     index: str
     def __init__(self, indexed: _Optional[int] = ..., pending: _Optional[int] = ..., embedder: _Optional[str] = ..., epoch: _Optional[int] = ..., index: _Optional[str] = ...) -> None: ...
+
+class ConflictsRequest(_message.Message):
+    __slots__ = ("intent", "slot")
+    INTENT_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    intent: Intent
+    slot: str
+    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., slot: _Optional[str] = ...) -> None: ...
+
+class ConflictsResponse(_message.Message):
+    __slots__ = ("records",)
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    def __init__(self, records: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+
+class ReputationRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReputationResponse(_message.Message):
+    __slots__ = ("ledgers",)
+    LEDGERS_FIELD_NUMBER: _ClassVar[int]
+    ledgers: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    def __init__(self, ledgers: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+
+class OverrideRequest(_message.Message):
+    __slots__ = ("slot", "choose", "reason")
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    CHOOSE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    slot: str
+    choose: str
+    reason: str
+    def __init__(self, slot: _Optional[str] = ..., choose: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class OverrideResponse(_message.Message):
+    __slots__ = ("override", "record")
+    OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    override: str
+    record: _struct_pb2.Struct
+    def __init__(self, override: _Optional[str] = ..., record: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...

@@ -89,6 +89,21 @@ class MemoryStub:
                 request_serializer=gaml_dot_v1_dot_memory__pb2.StatusRequest.SerializeToString,
                 response_deserializer=gaml_dot_v1_dot_memory__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.Conflicts = channel.unary_unary(
+                '/gaml.v1.Memory/Conflicts',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.ConflictsRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.ConflictsResponse.FromString,
+                _registered_method=True)
+        self.Reputation = channel.unary_unary(
+                '/gaml.v1.Memory/Reputation',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.ReputationRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.ReputationResponse.FromString,
+                _registered_method=True)
+        self.Override = channel.unary_unary(
+                '/gaml.v1.Memory/Override',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.OverrideRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.OverrideResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServicer:
@@ -172,6 +187,28 @@ class MemoryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Conflicts(self, request, context):
+        """The contested slots among the memory the caller may use (members of a boundary disagreeing), each with its
+        candidates, their sources, weights and scores, and the winner, as the caller's frames resolve them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Reputation(self, request, context):
+        """Per boundary of which the caller may read some memory, its reputation ledger: members, weights, admission.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Override(self, request, context):
+        """Choose a contested slot's value (an audited, signed consensus record naming who chose, when and why).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -229,6 +266,21 @@ def add_MemoryServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=gaml_dot_v1_dot_memory__pb2.StatusRequest.FromString,
                     response_serializer=gaml_dot_v1_dot_memory__pb2.StatusResponse.SerializeToString,
+            ),
+            'Conflicts': grpc.unary_unary_rpc_method_handler(
+                    servicer.Conflicts,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.ConflictsRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.ConflictsResponse.SerializeToString,
+            ),
+            'Reputation': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reputation,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.ReputationRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.ReputationResponse.SerializeToString,
+            ),
+            'Override': grpc.unary_unary_rpc_method_handler(
+                    servicer.Override,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.OverrideRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.OverrideResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -528,6 +580,87 @@ class Memory:
             '/gaml.v1.Memory/Status',
             gaml_dot_v1_dot_memory__pb2.StatusRequest.SerializeToString,
             gaml_dot_v1_dot_memory__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Conflicts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Conflicts',
+            gaml_dot_v1_dot_memory__pb2.ConflictsRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.ConflictsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reputation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Reputation',
+            gaml_dot_v1_dot_memory__pb2.ReputationRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.ReputationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Override(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Override',
+            gaml_dot_v1_dot_memory__pb2.OverrideRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.OverrideResponse.FromString,
             options,
             channel_credentials,
             insecure,
