@@ -27,7 +27,8 @@ signed assets in one **slot**, and the winner is chosen here, by policy, before 
   once per corroborating group (volume buys nothing), and never above a *ceiling* that grows with time admitted
   (:attr:`Weights.rate_per_day`: a fresh identity cannot be trusted yet, whatever it does); it *loses* a share
   (:attr:`Weights.loss`) of its reputation for each slot in which its claim is contradicted by a winner an admitted
-  source backs (not when it also asserts the winning value: a source that changed its claim is not contradicted);
+  source backs (not when it later asserted the winning value itself: a source that changed its claim is not
+  contradicted);
   it decays toward the start (:attr:`Weights.half_life_days`). The members of a
   ``devices`` boundary are the owner's own devices (the owner's key certified each): they weigh fully, always.
   Fixed-point integers (parts per :data:`SCALE`), sorted inputs, ties by id: the same merged state gives the same
@@ -46,10 +47,10 @@ signed assets in one **slot**, and the winner is chosen here, by policy, before 
   (:meth:`Consensus.record_assets`: decided over every claim of the slot, derived from them, so it inherits their
   most restrictive policy and is erased with any of them; it names the winners and the losers, which stay stored,
   in its payload, never as ``contradicts`` edges, which would silence the losers by themselves), one asset per slot
-  whichever member writes it, replicated inside the boundary like any asset. A member writes it when it is missing or
-  its candidates changed, and rewrites it when its own decision changed only if it alone wrote it (two members that
-  weigh differently never write it back and forth). Frames never read it: each node decides live, and the record is
-  what a person or an auditor reads. Records, overrides and evidence are never claims themselves.
+  whichever member writes it, replicated inside the boundary like any asset. Any member writes it when it is
+  missing; only the founder rewrites it when the decision changes (two members that weigh differently never write it
+  back and forth); any member tightens its policy to its candidates'. Frames never read it: each node decides live,
+  and the record is what a person or an auditor reads. Records, overrides and evidence are never claims themselves.
 - **Overrides.** A person may choose a slot's value (:func:`override_payload`): an audited ``consensus_record`` that
   names who chose, when and why. It decides the slot on the node that wrote it; on other members only when the
   boundary's founder wrote it, or in a ``devices`` boundary (all one owner's). It changes no reputation.
@@ -57,6 +58,7 @@ signed assets in one **slot**, and the winner is chosen here, by policy, before 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import hashlib
@@ -65,8 +67,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from gaml.crdt.membership import Roster
-from gaml.policy.access import inherit
-from gaml.policy.errors import GamlError
+from gaml.policy.access import at_least_as_restrictive, inherit
+from gaml.policy.errors import Deleted, GamlError
 from gaml.policy.model import Asset, AssetType, Creator, TrustClass, canonical_json
 
 SCALE: Final = 1_000_000  # fixed point: parts per million
@@ -369,9 +371,12 @@ class Ledger:
         self.ignored: list[str] = []  # evidence that did not count (an unadmitted or interested judge, no such claim)
         self._version: str | None = None  # made once the fold is done (gains and strikes clear it)
         # Admission groups: members admitted within ``together_us`` of each other (chained), by ``since``.
-        self.group_of: dict[str, str] = {}
+        # The founder is a group of its own: the members it admits in its first hour are not its echoes.
+        self.group_of: dict[str, str] = {self.founder: self.founder} if self.founder else {}
         lead, last = "", -1
         for node, since in sorted(self.members.items(), key=lambda x: (x[1], x[0])):
+            if node == self.founder:
+                continue
             if since == 0 or last < 0 or since - last > w.together_us:
                 lead = node
             self.group_of[node] = lead
@@ -654,32 +659,37 @@ def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int, evidence
         backed = max((ledger.claim_weight(x, t) for x in before if x.value == v.winner), default=0)
         if backed < w.admit:  # only a winner an admitted source backs contradicts anyone
             continue
-        backers = {n for x in before if x.value == v.winner for n in x.writers}
         for x in before:
             if x.value != v.winner and v.scores[x.value] < top:
                 for n in x.writers:
-                    if n not in backers:  # a source that asserts the winner too has updated its claim: no strike
+                    # A source that later asserted the winning value updated its claim: no strike (one that asserts
+                    # the winner first and the loser after is hedging, and is struck).
+                    if not any(y.value == v.winner and n in y.writers and y.created_at > x.created_at for y in before):
                         ledger.strike(n, key, t)
     return ledger
 
 
 def _judge(ledger: Ledger, e: Evidence, target: Claim | None, t: int) -> None:
     """One piece of execution-integrity evidence at ``t``: it counts only from an admitted judge independent of what
-    it judges (not one of the claim's sources, nor admitted together with one; not the member judged)."""
+    it judges (not one of the claim's sources, nor admitted together with one; not the member judged). A judge may
+    refute a claim or find fraud only against sources that weigh no more than it does (a farmed identity cannot
+    silence the founder), and one judging group strikes a member for fraud once, however many verdicts it writes."""
     judge = min((ledger.weight(n, t) for n in e.writers), default=0)
     mine = {ledger.group_of.get(n, n) for n in e.writers}
     judged = set(target.writers) if target is not None else {e.node}
+    heavier = max((ledger.weight(n, t) for n in judged), default=0) > judge
     if (
         judge < ledger.w.admit
         or (e.about and target is None)
         or (e.node and e.node not in ledger.members)
         or mine & {ledger.group_of.get(n, n) for n in judged}
+        or (e.verdict != "verified" and heavier)
     ):
         ledger.ignored.append(e.id)
         return
     lead = min(mine)
     if target is None:  # a fraud verdict about a member
-        ledger.strike(e.node, "f:" + e.id, t)
+        ledger.strike(e.node, "f:" + lead, t)
     elif e.verdict == "verified":
         ledger.verified.setdefault(target.id, e.id)
         for n in target.writers:
@@ -799,6 +809,7 @@ class Consensus:
         self._claims: dict[tuple[str, bytes, tuple[str, ...]], Claim] = {}
         self._ledgers: dict[bytes, tuple[tuple[tuple[int, int], int, int], Ledger]] = {}
         self._overrides: dict[bytes, dict[str, Override]] = {}  # per boundary: slot -> the override honored here
+        self._shared: dict[bytes, dict[str, Override]] = {}  # … and the one every member honors (the stored records')
         self._settled: dict[bytes, Ledger] = {}  # per boundary, the ledger its records were last written from
         # (ledger version, slot, the caller's candidates in it) -> (record, independence groups): frames and rounds
         # of one frame that meet a slot again do not weigh it again
@@ -851,10 +862,16 @@ class Consensus:
             claims.append(self.claim(bid, asset))
         ledger = fold(roster, claims, self.w, day_end, evidence)
         honored: dict[str, Override] = {}
+        shared: dict[str, Override] = {}
         for o in sorted(overrides, key=lambda o: (o.created_at, o.id)):  # the newest honored one stands
-            if o.created_at <= day_end and self._honors(ledger, o):
+            if o.created_at > day_end:
+                continue
+            if self._honors(ledger, o, everywhere=False):
                 honored[o.slot] = o
+            if self._honors(ledger, o, everywhere=True):
+                shared[o.slot] = o
         self._overrides[bid] = honored
+        self._shared[bid] = shared
         self._ledgers[bid] = (key, ledger)
         return ledger
 
@@ -869,34 +886,50 @@ class Consensus:
     def edge_counts(self, by: Any, target: Any) -> bool:
         """Whether ``by``'s ``supersedes`` / ``contradicts`` edge resolves ``target`` out of this node's reads by
         itself (temporal resolution asks; both are assets or views: what :func:`policy.replication.reach` reads, and
-        an ``id``). Outside any boundary, yes; inside one, per :func:`edge_counts`, or when this node wrote ``by``
-        (its user's own decision, on this node). Otherwise the two are a slot, weighed like any other."""
-        bid = self.provenance.boundary_of(target)
-        if bid is None:
+        an ``id``). Yes when this node wrote ``by`` (its user's own decision, on this node); else only within the
+        target's own boundary, per :func:`edge_counts` (a peer's asset never resolves this node's private memory, nor
+        memory of another boundary). Otherwise the two are a slot, weighed like any other."""
+        bbid = self.provenance.boundary_of(by)
+        bw = self.provenance.writers(bbid, by.id) if bbid is not None else ()
+        if bw in ((), (self.local,)):
             return True
+        bid = self.provenance.boundary_of(target)
+        if bid is None or bid != bbid:
+            return False
         roster = self.provenance.roster_of(bid)
         kind = roster.boundary.kind if roster is not None else ""
-        tw = self.provenance.writers(bid, target.id) or (self.local,)
-        bbid = self.provenance.boundary_of(by)
-        bw = (self.provenance.writers(bbid, by.id) if bbid is not None else ()) or (self.local,)
-        return bw == (self.local,) or edge_counts(bw, tw, kind)
+        return edge_counts(bw, self.provenance.writers(bid, target.id) or (self.local,), kind)
 
-    def _honors(self, ledger: Ledger, o: Override) -> bool:
-        """Whether an override decides here: this node's own, the founder's, or any device's of a devices boundary."""
+    def _honors(self, ledger: Ledger, o: Override, *, everywhere: bool) -> bool:
+        """Whether an override decides: on every member, when the founder wrote it, or a device of a devices boundary;
+        here (``everywhere`` False), also when this node wrote it."""
         return bool(o.writers) and all(
-            n == self.local or n == ledger.founder or (ledger.kind == DEVICES and n in ledger.members)
+            (n == self.local and not everywhere)
+            or n == ledger.founder
+            or (ledger.kind == DEVICES and n in ledger.members)
             for n in o.writers
         )
 
     def _decide(
-        self, bid: bytes, ledger: Ledger, key: str, group: Sequence[Claim]
+        self,
+        bid: bytes,
+        ledger: Ledger,
+        key: str,
+        group: Sequence[Claim],
+        allowed: Callable[[str], bool],
+        *,
+        everywhere: bool = False,
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        """The record of one slot over ``group`` ({} when its claims agree) and their independence groups."""
-        o = self._overrides.get(bid, {}).get(key)
+        """The record of one slot over ``group`` ({} when its claims agree) and their independence groups. An override
+        counts only for a caller who may read it (it names who chose and why); ``everywhere``: only one every member
+        honors (a stored record's)."""
+        o = (self._shared if everywhere else self._overrides).get(bid, {}).get(key)
+        if o is not None and not allowed(o.id):
+            o = None
         memo = (
             ledger.version(),
-            key,
-            tuple((c.id, c.value, c.writers, c.created_at) for c in group),
+            bid.hex() + key,
+            tuple((c.id, c.value, c.writers, c.created_at, c.confidence, c.trust) for c in group),
             o.id if o else "",
         )
         hit = self._decided.get(memo)
@@ -953,7 +986,7 @@ class Consensus:
                     groups[key] = self._slot_group(ledger, key, allowed, c.id)
             independent: dict[str, dict[str, str]] = {}
             for key, group in sorted(groups.items()):
-                rec, independent[key] = self._decide(bid, ledger, key, group)
+                rec, independent[key] = self._decide(bid, ledger, key, group, allowed)
                 if not rec:
                     continue
                 out.records[rec["record"]] = rec
@@ -989,12 +1022,14 @@ class Consensus:
                 if slot and key != slot:
                     continue
                 group = self._slot_group(ledger, key, allowed)
-                rec = self._decide(bid, ledger, key, group)[0] if len(group) > 1 else {}
+                rec = self._decide(bid, ledger, key, group, allowed)[0] if len(group) > 1 else {}
                 if rec:
-                    out.append(rec)
+                    out.append(copy.deepcopy(rec))  # the memo's is shared with frames
         return out
 
-    def reputation(self, now: int, visible: Callable[[bytes], bool]) -> list[dict[str, Any]]:
+    def reputation(
+        self, now: int, visible: Callable[[bytes], bool], allowed: Callable[[str], bool]
+    ) -> list[dict[str, Any]]:
         """Per boundary the caller may see (``visible``), its ledger: each member's weight now, when it was admitted,
         whether it is admitted (weight at least :attr:`Weights.admit`), how many contradicted claims took it under,
         and the evidence that did not count."""
@@ -1029,19 +1064,20 @@ class Consensus:
                     "slots": len(ledger.slots),
                     "verified": len(ledger.verified),
                     "refuted": len(ledger.refuted),
-                    "ignored_evidence": sorted(ledger.ignored),
-                    "overrides": sorted(o.id for o in self._overrides.get(bid, {}).values()),
+                    "ignored_evidence": sorted(i for i in ledger.ignored if allowed(i)),
+                    "overrides": sorted(o.id for o in self._overrides.get(bid, {}).values() if allowed(o.id)),
                 }
             )
         return out
 
-    def slot_boundary(self, slot: str, now: int) -> tuple[bytes, Ledger] | None:
-        """The boundary (and its ledger) that holds a slot, or None."""
+    def slot_boundaries(self, slot: str, now: int) -> list[tuple[bytes, Ledger]]:
+        """The boundaries (and their ledgers) that hold a slot of that key (an explicit slot's key can recur)."""
+        out = []
         for bid in sorted(self.provenance.boundary_ids()):
             ledger = self.ledger(bid, now)
             if ledger is not None and slot in ledger.slots:
-                return bid, ledger
-        return None
+                out.append((bid, ledger))
+        return out
 
     # -- the records this node keeps ----------------------------------------------------------------------------------
 
@@ -1062,36 +1098,44 @@ class Consensus:
                 group = self._slot_group(ledger, key, lambda _: True)
                 if len({c.value for c in group}) < 2:
                     continue
-                rec = self._decide(bid, ledger, key, group)[0]
-                asset = self._record_asset(bid, key, rec, group, now)
+                rec = self._decide(bid, ledger, key, group, lambda _: True, everywhere=True)[0]
+                asset = self._record_asset(bid, ledger, key, rec, group, now)
                 if asset is not None:
                     out.append(asset)
         return out
 
     def _record_asset(
-        self, bid: bytes, key: str, rec: Mapping[str, Any], group: Sequence[Claim], now: int
+        self, bid: bytes, ledger: Ledger, key: str, rec: Mapping[str, Any], group: Sequence[Claim], now: int
     ) -> Asset | None:
+        """The slot's record to write, or None. Who writes: any member creates a missing record; only the founder
+        rewrites one for a changed decision (one writer, so members that weigh differently, by config or by what
+        they hold, never write it back and forth, and a forged record is corrected once); any member tightens one
+        whose policy is looser than its candidates' (monotone, so it settles). A record erased with a candidate is
+        not written again, nor one whose id another asset holds."""
         id_ = record_asset_id(bid, key)
         try:
-            old = self.store.get(id_)
+            sources = [self.store.get(c.id) for c in group]
+            policy = inherit(sources, owner=min(s.owner_id for s in sources))
+        except GamlError:  # a candidate erased meanwhile, or sources that cannot be combined: no record
+            return None
+        try:
+            old: Asset | None = self.store.get(id_)
+        except Deleted:
+            return None
         except GamlError:
             old = None
         if old is not None:
+            if (old.asset_type, old.owner_id, old.tenant_scope) != (
+                AssetType.CONSENSUS_RECORD,
+                policy["owner_id"],
+                policy["tenant_scope"],
+            ):
+                return None  # not an edit this node may make (another owner or kind of asset holds the id)
             stored = old.payload.get("consensus")
             stored = stored if isinstance(stored, Mapping) else {}
-            if _decision(stored) == _decision(rec):
+            looser = any(at_least_as_restrictive(old, src) for src in sources)
+            if not looser and (_decision(stored) == _decision(rec) or self.local != ledger.founder):
                 return None
-            # Another member's record of the same candidates that decided otherwise (another ledger or config) is
-            # left as it is: rewriting it would start two members writing the record back and forth for good. A
-            # record this node alone wrote follows its decision; any member's follows a change of the candidates.
-            mine = self.provenance.writers(bid, id_) in ((), (self.local,))
-            if not mine and _decision(stored)[:1] == _decision(rec)[:1]:
-                return None
-        try:
-            sources = [self.store.get(c.id) for c in group]
-            policy = inherit(sources)
-        except GamlError:  # a candidate erased meanwhile, or sources that cannot be combined: no record
-            return None
         won = sorted(c.id for c in group if c.value == rec["winner"])
         lost = sorted(c.id for c in group if c.value != rec["winner"])
         # The winners and losers are named in the payload, not as ``supports`` / ``contradicts`` edges: an edge of
@@ -1116,17 +1160,18 @@ class Consensus:
 
 
 def _decision(rec: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a stored record is rewritten for: its candidates first, then the winner, who won and the override."""
+    """What a stored record is rewritten for: its candidates, their sources and standing, the winner, the
+    override."""
     cands = rec.get("candidates")
     cands = cands if isinstance(cands, (list, tuple)) else ()
-    cands = [c for c in cands if isinstance(c, Mapping)]
+    rows = []
+    for c in cands:
+        if isinstance(c, Mapping):
+            sources = c.get("sources")
+            sources = tuple(str(x) for x in sources) if isinstance(sources, (list, tuple)) else ()
+            rows.append((str(c.get("id")), bool(c.get("won")), sources))
     over = rec.get("override")
-    return (
-        tuple(sorted(str(c.get("id")) for c in cands)),
-        rec.get("winner"),
-        tuple(sorted((str(c.get("id")), bool(c.get("won"))) for c in cands)),
-        over.get("id") if isinstance(over, Mapping) else None,
-    )
+    return (tuple(sorted(rows)), rec.get("winner"), over.get("id") if isinstance(over, Mapping) else None)
 
 
 __all__ = [

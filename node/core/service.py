@@ -31,7 +31,15 @@ from gaml.node.core.text.parsers import FORMATS, parse
 from gaml.node.core.text.records import Source
 from gaml.node.core.tokens import TokenCounter
 from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind, in_audience, inherit
-from gaml.policy.errors import Deleted, GamlError, InvalidInput, NotFound, PolicyError, UnknownPrincipal
+from gaml.policy.errors import (
+    Deleted,
+    GamlError,
+    InvalidInput,
+    NotFound,
+    PolicyError,
+    StoreError,
+    UnknownPrincipal,
+)
 from gaml.policy.model import Asset, AssetType, Creator, Level, PrivacyScope, ReplicationPolicy, content_id
 from gaml.policy.partitions import PartitionRef
 
@@ -41,6 +49,7 @@ MAX_LOG_LIMIT: Final = 10_000
 DEFAULT_LOG_LIMIT: Final = 100
 MAX_SLOT_CHARS: Final = 512  # a slot key (explicit ones carry a subject and an attribute)
 MAX_REASON_CHARS: Final = 2000  # an override's reason
+RESERVED_TYPES: Final = frozenset({AssetType.CONSENSUS_RECORD})  # written by the node only (settle, override)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -293,7 +302,14 @@ class MemoryService:
         place in the call."""
         if not drafts:
             raise InvalidInput("a put needs at least one asset")
-        return numbered(lambda d: self.node.build({**d, "owner_id": d.get("owner_id") or owner}, now), drafts)
+        built = numbered(lambda d: self.node.build({**d, "owner_id": d.get("owner_id") or owner}, now), drafts)
+        for i, a in enumerate(built):
+            if a.asset_type in RESERVED_TYPES:
+                raise PolicyError(
+                    f"asset #{i + 1}: {a.asset_type.value} assets are the node's own (its consensus records); choose a "
+                    "contested slot's value with `gaml conflicts --slot SLOT --choose VALUE` (the Override call)"
+                )
+        return built
 
     def put_as_owners(self, drafts: Sequence[Mapping[str, Any]], now: int, *, check_only: bool = False) -> list[str]:
         """:meth:`put` for the holder of the home's keys, in-process only (``gaml put`` on the store without
@@ -510,9 +526,14 @@ class MemoryService:
     # -- consensus (node.core.consensus) -----------------------------------------------------------------------------
 
     def _allowed(self, caller: Principal, now: int, purpose: Permission, location: Location) -> Callable[[str], bool]:
-        """Whether the caller may use an asset for the intent: the retriever's stages 1–6, decided once."""
+        """Whether the caller may use an asset for the intent now: the retriever's stages 1–6, decided once."""
         keep = self.node.retriever.authorize(SearchRequest("", caller.id, purpose, now, location=location)).keep
         return lambda id_: any(id_ in ids for ids in keep.values())
+
+    def _readable(self, caller: Principal, now: int) -> Callable[[str], bool]:
+        """Whether policy lets the caller read an asset (stage 3, before trust, filters and time narrow it)."""
+        auth = self.node.retriever.authorize(SearchRequest("", caller.id, Permission.READ, now)).auth
+        return lambda id_: any(id_ in ids for ids in auth.values())
 
     def conflicts(
         self,
@@ -524,8 +545,9 @@ class MemoryService:
         location: Location = Location.THIS_DEVICE,
     ) -> list[dict[str, Any]]:
         """The contested slots among the memory the caller may use, each as the record a frame of the caller's would
-        carry (candidates, their values, sources, weights and scores, the winner); ``slot``: that one only. Empty
-        on a node in no boundary. Logged in the candidates' owners' access logs, as a search is."""
+        carry (candidates, their values, sources, weights and scores, the winner, an override the caller may read);
+        ``slot``: that one only. Empty on a node in no boundary. Logged in the candidates' owners' access logs, as a
+        search is."""
         if len(slot) > MAX_SLOT_CHARS:
             raise InvalidInput(f"a slot key is at most {MAX_SLOT_CHARS} characters")
         if self.consensus is None:
@@ -540,19 +562,21 @@ class MemoryService:
         return records
 
     def reputation(self, caller: Principal, now: int) -> list[dict[str, Any]]:
-        """The ledger of each boundary of which the caller may read some memory: members, weights, admission."""
+        """The ledger of each boundary of which the caller may read some memory: members, weights, admission (and
+        the ids of overrides and ignored evidence the caller may read)."""
         c = self.consensus
         if c is None:
             return []
         allowed = self._allowed(caller, now, Permission.READ, Location.THIS_DEVICE)
-        return c.reputation(now, lambda bid: any(allowed(i) for i in c.provenance.asset_ids(bid)))
+        return c.reputation(now, lambda bid: any(allowed(i) for i in c.provenance.asset_ids(bid)), allowed)
 
     def override(self, caller: Principal, slot: str, choose: str, now: int, *, reason: str = "") -> dict[str, Any]:
         """A person's choice of a contested slot's value (``choose``: a value as the slot's record names it, or a
         candidate's id): written as a signed ``consensus_record`` naming who chose, when and why (derived from the
-        candidates, so it inherits their most restrictive policy, and replicated inside their boundary). It decides
-        the slot on this node from now on; the caller must be allowed to read every candidate. Returns the
-        override's id and the slot's record as the caller now sees it."""
+        candidates, so it inherits their most restrictive policy, and replicated inside their boundary), authorized
+        as the caller's own write: the caller's user must own one of the candidates, and the caller must be allowed
+        to read every one of them. It decides the slot on this node from now on (on every member when this node is
+        the boundary's founder). Returns the override's id and the slot's record as the caller now sees it."""
         if not slot or len(slot) > MAX_SLOT_CHARS:
             raise InvalidInput(f"name the slot (`gaml conflicts` lists them), at most {MAX_SLOT_CHARS} characters")
         if not choose:
@@ -561,21 +585,31 @@ class MemoryService:
             raise InvalidInput(f"a reason is at most {MAX_REASON_CHARS} characters")
         if self.consensus is None:
             raise InvalidInput("this node is in no boundary: it has no contested slot to override")
-        found = self.consensus.slot_boundary(slot, now)
-        if found is None:
-            raise NotFound(f"no contested slot {slot!r} on this node (`gaml conflicts` lists them)")
-        bid, ledger = found
-        allowed = self._allowed(caller, now, Permission.READ, Location.THIS_DEVICE)
-        group = ledger.slots[slot]
-        if not all(allowed(c.id) for c in group):
-            # The slot exists, but naming what it holds would tell what the caller may not read: answered as missing.
-            raise NotFound(f"no contested slot {slot!r} on this node (`gaml conflicts` lists them)")
-        value = {c.id: c.value for c in group}.get(choose, choose)
-        if value not in {c.value for c in group}:
-            raise InvalidInput(f"no candidate of slot {slot!r} asserts {choose!r}; choose one of their values or ids")
+        missing = NotFound(f"no contested slot {slot!r} on this node (`gaml conflicts` lists them)")
+        readable = self._readable(caller, now)
+        choices, readable_slot = [], False
+        for bid, ledger in self.consensus.slot_boundaries(slot, now):
+            group = ledger.slots[slot]
+            if not all(readable(c.id) for c in group):
+                continue  # naming what it holds would tell what the caller may not read: answered as missing
+            readable_slot = True
+            value = {c.id: c.value for c in group}.get(choose, choose)
+            if value in {c.value for c in group}:
+                choices.append((bid, group, value))
+        if not choices:
+            if readable_slot:
+                raise InvalidInput(
+                    f"no candidate of slot {slot!r} asserts {choose!r}; choose a value or an id it lists"
+                )
+            raise missing
+        if len(choices) > 1:
+            raise InvalidInput(f"slot {slot!r} is contested in several boundaries: choose by a candidate's id")
+        ((bid, group, value),) = choices
         sources = [self.node.store.get(c.id) for c in group]
+        if caller.user not in {a.owner_id for a in sources}:
+            raise PolicyError(f"{caller.id} may choose only in a slot that holds its own user's memory")
         payload = override_payload(bid, slot, value, caller.id, now, reason)  # no contradicts edge (see record_assets)
-        policy = inherit(sources)
+        policy = inherit(sources, owner=caller.user)
         asset = Asset(
             id=content_id(AssetType.CONSENSUS_RECORD, policy["owner_id"], policy["tenant_scope"], payload),
             asset_type=AssetType.CONSENSUS_RECORD,
@@ -585,21 +619,30 @@ class MemoryService:
             creator=Creator.USER,
             **policy,
         )
-        self.node.put([asset], now)
+        self.node.put([asset], now, by=caller)
         self.consensus.wrote(now)
-        records = self.consensus.conflicts(now, allowed, slot)
-        return {"override": asset.id, "record": records[0] if records else {}}
+        records = self.consensus.conflicts(now, self._allowed(caller, now, Permission.READ, Location.THIS_DEVICE), slot)
+        mine = [r for r in records if r["boundary"] == bid.hex()]
+        return {"override": asset.id, "record": mine[0] if mine else {}}
 
     def settle_consensus(self, now: int) -> int:
-        """Write this node's consensus records whose decision is new or changed (replication then carries them);
-        how many. The daemon runs it on each replication tick."""
+        """Write the consensus records that are missing or whose decision changed (replication then carries them),
+        each on its own (one that cannot be written keeps no other out); how many were written. The daemon runs it on
+        its replication ticks."""
         if self.consensus is None:
             return 0
-        assets = self.consensus.record_assets(now)
-        if assets:
-            self.node.put(assets, now)
+        written = 0
+        for asset in self.consensus.record_assets(now):
+            try:
+                self.node.put([asset], now)
+            except StoreError:
+                raise
+            except GamlError:
+                continue  # an id erased or held by another asset meanwhile: this record is not written
+            written += 1
+        if written:
             self.consensus.wrote(now)
-        return len(assets)
+        return written
 
     def status(self, caller: Principal | None) -> dict[str, Any]:
         """The node's side of :class:`gaml.node.core.api.Status` (the transport adds the caller and its own).

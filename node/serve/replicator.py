@@ -74,9 +74,9 @@ class Replicator:
         tick_s: float = 0.25,
         settle: Callable[[int], object] | None = None,
     ) -> None:
-        """``settle(now)``: run on the core thread before the pump of a tick, at most every :data:`SETTLE_EVERY_S`
-        (the node's consensus records: what it writes leaves in the same tick). A failure of it is logged and
-        replication goes on."""
+        """``settle(now)``: run on the core thread before the pump of a tick that comes with no frame from a peer
+        (not while a sync is bringing objects in), at most every :data:`SETTLE_EVERY_S` (the node's consensus
+        records: what it writes leaves in the same tick). A failure of it is logged and replication goes on."""
         self.replica = replica
         self._settle = settle
         self._settled_at = -math.inf
@@ -226,6 +226,7 @@ class Replicator:
         now = now_us()
         outs: list[tuple[str, bytes]] = []
         ticked = False
+        syncing = any(kind == "frame" for kind, _, _ in batch)  # records wait until what peers send is in
         for kind, node, frame in batch:
             if kind == "frame":
                 outs += self.sync.received(node, frame, now)
@@ -235,7 +236,7 @@ class Replicator:
                 self.sync.disconnected(node)
             elif kind == "tick" and not ticked:
                 ticked = True
-                if self._settle is not None and time.monotonic() - self._settled_at >= SETTLE_EVERY_S:
+                if self._settle is not None and not syncing and time.monotonic() - self._settled_at >= SETTLE_EVERY_S:
                     self._settled_at = time.monotonic()
                     try:
                         self._settle(now)

@@ -20,7 +20,7 @@ from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import IngestFile
 from gaml.policy.access import Grant, Permission
-from gaml.policy.errors import InvalidInput, NotFound
+from gaml.policy.errors import InvalidInput, NotFound, PolicyError
 from gaml.policy.model import Asset, AssetType, Level
 from gaml.proto.convert import asset_to_json
 
@@ -254,12 +254,17 @@ def story_bad_arguments_are_bad_input(doors: Doors) -> list[Any]:
 
 def story_conflicts_on_a_node_in_no_boundary(doors: Doors) -> list[Any]:
     """A node in no boundary has nothing to weigh: no contested slot, no ledger, and an override is refused as bad
-    input, naming why; a slot key past its bound is refused before anything is read. The same through every door."""
+    input, naming why; a slot key past its bound is refused before anything is read; a consensus record put by hand
+    (a forged override) is refused. The same through every door."""
     doors.alice.put([fact("the boiler is serviced every october")])
     assert doors.alice.conflicts() == [] and doors.alice.conflicts("n:anything") == []
     assert doors.alice.reputation() == []
     with pytest.raises(InvalidInput, match="no boundary"):
         doors.alice.override("n:anything", "x")
+    forged = {**fact("the boiler is serviced every march"), "asset_type": "consensus_record"}
+    forged["payload"] = {"override": {"slot": "s:x", "choose": "1"}, "text": "a forged override"}
+    with pytest.raises(PolicyError, match="the node's own"):  # only the node writes consensus records
+        doors.alice.put([forged])
     for bad in (
         lambda: doors.alice.conflicts("s" * 513),
         lambda: doors.alice.override("", "x"),

@@ -383,8 +383,9 @@ def test_stored_records_name_the_winner_and_the_loser_and_are_rewritten_only_on_
     world.put(rec, 0)
     assert c.record_assets(4 * DAY_US) == []  # the same decision: nothing to write
     assert c.record_assets(9 * DAY_US) == []  # another day, another ledger version, the same decision
-    # Another member that decides otherwise (its config lets only the newest claim score) leaves the record it did
-    # not write alone (no two members writing it back and forth); a new candidate makes any member write it again.
+    # Another member that decides otherwise (its config lets only the newest claim score) leaves the record alone
+    # (only the founder rewrites a decision: no two members writing it back and forth); the founder rewrites it for a
+    # new candidate, under the same id (the found slot's key stays as claims join it).
     other = Consensus(world, world, node(1), Weights(recency=SCALE))
     (theirs,) = other.conflicts(9 * DAY_US, lambda _: True)
     assert theirs["winner"] == claim_of(b, []).value
@@ -428,9 +429,13 @@ def test_an_override_decides_where_it_was_written_and_where_the_founder_wrote_it
     world.put(dataclasses.replace(mine, id=hashlib.blake2b(b"o0", digest_size=16).hexdigest()), 0)
     (now_1,) = Consensus(world, world, node(1)).conflicts(5 * DAY_US, lambda _: True)
     assert now_1["winner"] == loser  # the founder's override decides on every member
-    assert on_1.reputation(5 * DAY_US, lambda _: True)[0]["overrides"] == [
-        hashlib.blake2b(b"o0", digest_size=16).hexdigest()
-    ]
+    founders = hashlib.blake2b(b"o0", digest_size=16).hexdigest()
+    assert on_1.reputation(5 * DAY_US, lambda _: True, lambda _: True)[0]["overrides"] == [founders]
+    # A caller who may not read the override (it names who chose and why) is not shown it, and is decided for by
+    # the ledger alone.
+    (hidden,) = on_1.conflicts(5 * DAY_US, lambda id_: id_ != founders)
+    assert hidden["winner"] == claim_of(a, []).value and "override" not in hidden
+    assert on_1.reputation(5 * DAY_US, lambda _: True, lambda id_: id_ != founders)[0]["overrides"] == []
 
 
 def test_conflicts_weigh_only_what_the_caller_may_read() -> None:
@@ -489,3 +494,83 @@ def test_a_source_that_changed_its_claim_is_not_struck_for_the_old_value() -> No
     )
     after = fold(r, [old, new, rival], W, 4 * DAY_US)
     assert after.weight(node(0)) == SCALE and after.weight(node(1)) == W.start // 2
+
+
+def test_a_judge_strikes_once_and_never_a_source_heavier_than_itself() -> None:
+    """Fraud verdicts: one judging group strikes a member once, however many verdicts it writes; a judge may not
+    find fraud in, nor refute a claim of, a source that weighs more than it does (a farmed identity cannot silence
+    the founder). Hedging (the winning value first, the losing one after) is struck; an update is not."""
+    r = roster({0: 0, 1: 40 * DAY_US, 2: 41 * DAY_US + 2 * 3_600 * 1_000_000})
+    base = fold(r, [], W, 60 * DAY_US)
+    many = [Evidence(f"f{i}", (node(0),), 50 * DAY_US + i, "", node(2), "fraud") for i in range(4)]
+    once = fold(r, [], W, 60 * DAY_US, many)
+    assert once.weight(node(2)) == base.weight(node(2)) // 2 and sorted(once.ignored) == []
+    # Member 1 admitted by hand (as a farmer would be) still weighs less than the founder.
+    ledger = fold(r, [], W, 60 * DAY_US)
+    ledger.reps[node(1)].rep, ledger.reps[node(1)].at = W.admit, ledger.now
+    founder_claim = claim("fc", 0, "the release branch is cut every second tuesday", 55 * DAY_US)
+    against = [
+        Evidence("x", (node(1),), 56 * DAY_US, "", node(0), "fraud"),
+        Evidence("y", (node(1),), 56 * DAY_US, founder_claim.id, "", "refuted"),
+    ]
+    from gaml.node.core.consensus import _judge
+
+    for e in against:
+        _judge(ledger, e, founder_claim if e.about else None, 56 * DAY_US)
+    assert ledger.weight(node(0)) == SCALE and ledger.refuted == {} and ledger.ignored == ["x", "y"]
+    hedge = [
+        claim("w", 2, "the cache node runs on port 11211", 50 * DAY_US, subject="cache", attribute="port", value=1),
+        claim("l", 2, "the cache node runs on port 11311", 51 * DAY_US, subject="cache", attribute="port", value=2),
+        claim("f", 0, "the cache node runs on port 11211", 52 * DAY_US, subject="cache", attribute="port", value=1),
+    ]
+    hedged = fold(r, hedge, W, 60 * DAY_US)
+    assert hedged.weight(node(2)) < fold(r, [hedge[0], hedge[2]], W, 60 * DAY_US).weight(node(2))
+
+
+class _TwoBoundaries(_Store):
+    """Assets in boundary A (a devices boundary) or B, by a ``where`` of their id."""
+
+    def __init__(self) -> None:
+        super().__init__(roster({0: 0, 1: DAY_US}, kind="devices"))
+        self.where: dict[str, bytes | None] = {}
+
+    def boundary_of(self, a: Asset) -> bytes | None:
+        return self.where.get(a.id)
+
+
+def test_an_edge_from_another_boundary_or_a_peer_never_resolves_a_claim_by_itself() -> None:
+    world = _TwoBoundaries()
+    mine = fact("t", "my private note about the garage code", DAY_US)
+    peer = dataclasses.replace(fact("b", "the garage code changed", 2 * DAY_US), supersedes=(mine.id,))
+    world.put(mine, 0)
+    world.put(peer, 1)
+    c = Consensus(world, world, node(0))
+    world.where = {mine.id: None, peer.id: b"\x03" * 16}  # a peer's asset naming this node's private one
+    assert not c.edge_counts(peer, mine)
+    world.where = {mine.id: world.bid, peer.id: b"\x03" * 16}  # an asset of another boundary
+    assert not c.edge_counts(peer, mine)
+    world.where = {mine.id: world.bid, peer.id: world.bid}  # the same devices boundary: the owner's own devices
+    assert c.edge_counts(peer, mine)
+    own = Consensus(world, world, node(1))  # on the node that wrote it: its user's own decision
+    world.where = {mine.id: None, peer.id: world.bid}
+    assert own.edge_counts(peer, mine)
+
+
+def test_a_record_erased_with_a_candidate_is_not_written_again() -> None:
+    from gaml.policy.errors import Deleted
+
+    world = _Store(roster({0: 0, 1: 2 * DAY_US, 2: 3 * DAY_US}))
+    _contested(world)
+    c = Consensus(world, world, node(0))
+    (rec,) = c.record_assets(4 * DAY_US)
+    erased = rec.id
+
+    class _Erased(_Store):
+        def get(self, id_: str) -> Asset:
+            if id_ == erased:
+                raise Deleted(id_)
+            return super().get(id_)
+
+    gone = _Erased(world.r)
+    gone.assets, gone.by = world.assets, world.by
+    assert Consensus(gone, gone, node(0)).record_assets(4 * DAY_US) == []
