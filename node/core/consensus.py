@@ -10,8 +10,8 @@ signed assets in one **slot**, and the winner is chosen here, by policy, before 
   boundary (private memory on one node) are no one else's claims: consensus never touches them, so a node without
   peers pays nothing for it.
 - **Slots.** Explicit: facts whose payload names a ``subject`` and an ``attribute`` (the value is ``payload.value``).
-  Found: *near-duplicates* from different sources, texts that are the same but for a few short spans (a number, a
-  name, a date, a ``not``) (:func:`near_duplicate`). Either way only within one boundary, never across.
+  Found: *near-duplicates* whose sources are not the same, texts that are the same but for a few short spans (a
+  number, a name, a date, a ``not``) (:func:`near_duplicate`). Either way only within one boundary, never across.
 - **Independence.** Claims that echo each other count as one source: the same text, a source in common, or sources
   the admin admitted together (within :attr:`Weights.together_us` of each other, per the signed roster's ``since``).
   Ten colluding nodes echoing one false claim weigh what one of them weighs.
@@ -541,10 +541,10 @@ def corroborated(c: Claim, slot_claims: Sequence[Claim], ledger: Ledger, groups:
 
 
 def slots_of(claims: Sequence[Claim], w: Weights, kind: str = "") -> dict[str, list[Claim]]:
-    """The slots among a boundary's ``claims``: explicit ones by key, found ones as connected near-duplicates from
-    different sources (compared only within block keys: texts sharing their first or last :data:`BLOCK` words), and
-    claims joined by a ``supersedes`` / ``contradicts`` edge that does not count by itself (:func:`edge_counts`)
-    among claims in no other slot. Slots of one claim are left out."""
+    """The slots among a boundary's ``claims``: explicit ones by key, found ones as connected near-duplicates whose
+    sources are not the same (compared only within block keys: texts sharing their first or last :data:`BLOCK`
+    words), and claims joined by a ``supersedes`` / ``contradicts`` edge that does not count by itself
+    (:func:`edge_counts`) among claims in no other slot. Slots of one claim are left out."""
     out: dict[str, list[Claim]] = {}
     loose = []
     for c in sorted(claims, key=lambda c: c.id):
@@ -563,7 +563,10 @@ def slots_of(claims: Sequence[Claim], w: Weights, kind: str = "") -> dict[str, l
             pairs.update((a, b) for n, a in enumerate(idx) for b in idx[n + 1 :])
     for a, b in sorted(pairs):
         ca, cb = loose[a], loose[b]
-        if set(ca.writers) & set(cb.writers) or ca.text_key == cb.text_key:
+        # Not the same sources: one source's two texts are its own update, not a conflict. Sources in common do not
+        # keep two claims apart (a member that edits an honest claim becomes one of its sources: its own rival
+        # text must still meet it in a slot).
+        if ca.writers == cb.writers or ca.text_key == cb.text_key:
             continue
         if near_duplicate(ca.tokens, cb.tokens, w) is not None:
             near.union(ca.id, cb.id)

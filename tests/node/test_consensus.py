@@ -24,6 +24,7 @@ from gaml.node.core.consensus import (
     override_payload,
     record_asset_id,
     record_of,
+    slots_of,
     tokens,
 )
 from gaml.policy import crypto
@@ -574,3 +575,15 @@ def test_a_record_erased_with_a_candidate_is_not_written_again() -> None:
     gone = _Erased(world.r)
     gone.assets, gone.by = world.assets, world.by
     assert Consensus(gone, gone, node(0)).record_assets(4 * DAY_US) == []
+
+
+def test_editing_an_honest_claim_does_not_take_ones_rival_text_out_of_its_slot() -> None:
+    """A member that edits an honest claim becomes one of its sources; its own near-duplicate rival still meets the
+    honest claim in a slot (sources in common do not keep them apart), while one source's two texts do not."""
+    text = "the nightly backup of the ledger database finishes at 02:40 utc every day"
+    honest = claim_of(fact("h", text, DAY_US), [node(0), node(5)])  # edited by node 5
+    rival = claim_of(fact("p", text.replace("02:40", "03:40"), 2 * DAY_US), [node(5)])
+    ((_, members),) = slots_of([honest, rival], W).items()
+    assert {c.id for c in members} == {honest.id, rival.id}
+    own = claim_of(fact("q", text.replace("02:40", "04:40"), 2 * DAY_US), [node(0), node(5)])
+    assert slots_of([honest, own], W) == {}
