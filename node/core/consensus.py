@@ -366,6 +366,8 @@ class Ledger:
         # The boundary's slots (found state-wide by :func:`fold`): key -> claims, and claim id -> key.
         self.slots: dict[str, list[Claim]] = {}
         self.slot_of: dict[str, str] = {}
+        self._contested: frozenset[str] | None = None
+        self._now_weights: dict[str, int] = {}  # weights at the ledger's time (gains and strikes clear it)
         self.verified: dict[str, str] = {}  # claim id -> the evidence that verified it
         self.refuted: dict[str, str] = {}  # claim id -> the evidence that refuted it
         self.ignored: list[str] = []  # evidence that did not count (an unadmitted or interested judge, no such claim)
@@ -390,7 +392,11 @@ class Ledger:
     def weight(self, node: str, t: int | None = None) -> int:
         """A source's weight at ``t`` (default: the ledger's time): 0 for a non-member, full in a ``devices``
         boundary, else its reputation."""
-        t = self.now if t is None else t
+        if t is None:
+            hit = self._now_weights.get(node)
+            if hit is None:
+                hit = self._now_weights[node] = self.weight(node, self.now)
+            return hit
         if node not in self.members:
             return 0
         if self.kind == DEVICES:
@@ -401,6 +407,15 @@ class Ledger:
         """What reputation decays toward: the start (a struck founder decays toward it too)."""
         r = self.reps[node]
         return SCALE if node == self.founder and not r.struck else self.w.start
+
+    @property
+    def contested(self) -> frozenset[str]:
+        """The claims in a slot whose claims assert more than one value (made once per fold)."""
+        if self._contested is None:
+            self._contested = frozenset(
+                c.id for members in self.slots.values() if len({x.value for x in members}) > 1 for c in members
+            )
+        return self._contested
 
     def claim_weight(self, c: Claim, t: int | None = None) -> int:
         return min((self.weight(n, t) for n in c.writers), default=0)
@@ -420,6 +435,7 @@ class Ledger:
             r.rep += room * self.w.gain // SCALE * by_weight // SCALE
             self.events += 1
             self._version = None
+            self._now_weights.clear()
 
     def strike(self, node: str, slot: str, t: int) -> None:
         if node not in self.reps or (node, slot) in self._struck:
@@ -431,6 +447,7 @@ class Ledger:
         r.struck = True
         self.events += 1
         self._version = None
+        self._now_weights.clear()
         if before >= self.w.admit and node not in self.fell:
             n = self._strikes_admitted[node] = self._strikes_admitted.get(node, 0) + 1
             if r.rep < self.w.admit:
@@ -1008,6 +1025,49 @@ class Consensus:
                     continue
                 if key not in groups or not corroborated(c, groups[key], ledger, independent[key]):
                     out.dropped[c.id] = "unadmitted"
+        return out
+
+    def clear(self, views: Sequence[Any], now: int) -> dict[str, str] | None:
+        """The ledgers' versions (boundary id hex -> version) when :meth:`resolve` would leave every one of these
+        candidates (assets or views: an ``id``, an ``asset_type``, a ``created_at`` and what
+        :func:`policy.replication.reach` reads) as it is: none a record, none in a contested slot, none dated after
+        today, each from an admitted source, this node, or a device. A frame then need not open them to weigh them.
+        None when any one needs weighing: then :meth:`resolve` decides (it decides the same for the rest)."""
+        out: dict[str, str] = {}
+        # Memos for this call: candidates of one frame share a few policies, one boundary and a few sources.
+        bids: dict[tuple[Any, ...], bytes | None] = {}
+        ledgers: dict[bytes, Ledger | None] = {}
+        admitted: dict[tuple[bytes, str], bool] = {}
+        for v in views:
+            if v.asset_type is AssetType.CONSENSUS_RECORD:
+                return None
+            if v.asset_type in NOT_CLAIMS:
+                continue
+            where = (id(v.privacy_scope), id(v.replication_policy), v.owner_id, v.tenant_scope)  # enums: singletons
+            if where not in bids:
+                bids[where] = self.provenance.boundary_of(v)
+            bid = bids[where]
+            if bid is None:
+                continue
+            if bid not in ledgers:
+                found = ledgers[bid] = self.ledger(bid, now)
+                if found is not None:
+                    out[bid.hex()] = found.version()
+            ledger = ledgers[bid]
+            if ledger is None:
+                continue
+            if v.id in ledger.contested or v.created_at > ledger.now:
+                return None
+            if ledger.kind == DEVICES:
+                continue
+            writers = self.provenance.writers(bid, v.id) or (self.local,)
+            if self.local in writers:
+                continue
+            for n in writers:
+                if (bid, n) not in admitted:
+                    admitted[(bid, n)] = ledger.weight(n) >= self.w.admit
+                if not admitted[(bid, n)]:
+                    return None
         return out
 
     # -- what a person asks (gaml conflicts, gaml reputation) -------------------------------------------------------

@@ -587,3 +587,40 @@ def test_editing_an_honest_claim_does_not_take_ones_rival_text_out_of_its_slot()
     assert {c.id for c in members} == {honest.id, rival.id}
     own = claim_of(fact("q", text.replace("02:40", "04:40"), 2 * DAY_US), [node(0), node(5)])
     assert slots_of([honest, own], W) == {}
+
+
+def test_clear_says_nothing_needs_weighing_only_when_resolve_would_leave_every_candidate() -> None:
+    """The frame's fast path: on 300 seeded worlds (members admitted at random times, explicit and found slots,
+    some contested), whenever ``clear`` answers for a set of candidates, ``resolve`` drops none of them and makes no
+    record; and on worlds with a contested slot among the candidates it does not answer."""
+    answered = refused = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        world = _Store(roster({i: rng.randrange(0, 40) * DAY_US for i in range(4)}))
+        assets = []
+        for k in range(rng.randint(2, 8)):
+            writer = rng.randrange(4)
+            port = rng.choice([5432, 6543])
+            if rng.random() < 0.5:
+                a = fact(
+                    f"{seed}x{k}",
+                    f"member {writer} says db port {port}",
+                    50 * DAY_US + k,
+                    subject="db",
+                    attribute="port",
+                    value=port,
+                )
+            else:
+                a = fact(f"{seed}y{k}", f"the staging database listens on port {port} today", 50 * DAY_US + k)
+            world.put(a, writer)
+            assets.append(a)
+        c = Consensus(world, world, node(rng.randrange(4)))
+        subset = rng.sample(assets, rng.randint(1, len(assets)))
+        cleared = c.clear(subset, 60 * DAY_US)
+        res = c.resolve(subset, 60 * DAY_US, lambda _: True)
+        if cleared is not None:
+            answered += 1
+            assert res.dropped == {} and res.records == {}, seed
+        else:
+            refused += 1
+    assert answered > 20 and refused > 20  # both paths were exercised
