@@ -28,9 +28,8 @@ signed assets in one **slot**, and the winner is chosen here, by policy, before 
   (:attr:`Weights.rate_per_day`: a fresh identity cannot be trusted yet, whatever it does); it *loses* a share
   (:attr:`Weights.loss`) of its reputation for each slot in which its claim is contradicted by a winner an admitted
   source backs (not when it later asserted the winning value itself: a source that changed its claim is not
-  contradicted);
-  it decays toward the start (:attr:`Weights.half_life_days`). The members of a
-  ``devices`` boundary are the owner's own devices (the owner's key certified each): they weigh fully, always.
+  contradicted); it decays toward the start (:attr:`Weights.half_life_days`). The members of a ``devices`` boundary
+  are the owner's own devices (the owner's key certified each): they weigh fully, always.
   Fixed-point integers (parts per :data:`SCALE`), sorted inputs, ties by id: the same merged state gives the same
   ledger and the same records on every member.
 - **Admission.** A claim whose weight is under :attr:`Weights.admit` enters a frame only when an independent admitted
@@ -143,9 +142,6 @@ class Weights:
                 raise ValueError("consensus.trust is an object of trust class -> factor")
             fields["trust"] = {**cls().trust, **fields["trust"]}
         return cls(**fields)
-
-    def json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "trust": dict(sorted(self.trust.items()))}
 
 
 class Provenance(Protocol):
@@ -835,10 +831,13 @@ class Consensus:
         # of one frame that meet a slot again do not weigh it again
         self._decided: dict[tuple[str, str, tuple[Any, ...], str], tuple[dict[str, Any], dict[str, str]]] = {}
 
+    def _writers(self, bid: bytes, id_: str) -> tuple[str, ...]:
+        """An asset's verified sources in a boundary. None recorded: this node wrote it and has not sealed it yet
+        (what arrives from a peer has its writer recorded in the commit that stores it)."""
+        return self.provenance.writers(bid, id_) or (self.local,)
+
     def claim(self, bid: bytes, asset: Asset) -> Claim:
-        # No verified writer recorded: this node wrote it and has not sealed it yet (what arrives from a peer has its
-        # writer recorded in the commit that stores it).
-        writers = self.provenance.writers(bid, asset.id) or (self.local,)
+        writers = self._writers(bid, asset.id)
         key = (asset.id, asset.signature, writers)
         c = self._claims.get(key)
         if c is None:
@@ -871,7 +870,7 @@ class Consensus:
             except GamlError:  # erased or unreadable here: not a claim this node can weigh
                 continue
             if asset.asset_type in NOT_CLAIMS:
-                writers = self.provenance.writers(bid, asset.id) or (self.local,)
+                writers = self._writers(bid, asset.id)
                 e = evidence_of(asset, writers)
                 if e is not None:
                     evidence.append(e)
@@ -918,7 +917,7 @@ class Consensus:
             return False
         roster = self.provenance.roster_of(bid)
         kind = roster.boundary.kind if roster is not None else ""
-        return edge_counts(bw, self.provenance.writers(bid, target.id) or (self.local,), kind)
+        return edge_counts(bw, self._writers(bid, target.id), kind)
 
     def _honors(self, ledger: Ledger, o: Override, *, everywhere: bool) -> bool:
         """Whether an override decides: on every member, when the founder wrote it, or a device of a devices boundary;
@@ -1021,9 +1020,7 @@ class Consensus:
                 if c.id in out.dropped or self.local in c.writers or ledger.claim_weight(c) >= self.w.admit:
                     continue
                 key = ledger.slot_of.get(c.id, "")
-                if c.id in ledger.verified:
-                    continue
-                if key not in groups or not corroborated(c, groups[key], ledger, independent[key]):
+                if not corroborated(c, groups.get(key, ()), ledger, independent.get(key, {})):
                     out.dropped[c.id] = "unadmitted"
         return out
 
@@ -1060,7 +1057,7 @@ class Consensus:
                 return None
             if ledger.kind == DEVICES:
                 continue
-            writers = self.provenance.writers(bid, v.id) or (self.local,)
+            writers = self._writers(bid, v.id)
             if self.local in writers:
                 continue
             for n in writers:
@@ -1145,12 +1142,12 @@ class Consensus:
     # -- the records this node keeps ----------------------------------------------------------------------------------
 
     def record_assets(self, now: int) -> list[Asset]:
-        """The ``consensus_record`` assets to write: one per contested slot of each boundary, where none is stored,
-        its candidates changed, or this node alone wrote it and its decision changed (see the module docstring),
-        decided over every claim of the slot: derived from the
-        candidates (their most restrictive policy, :func:`policy.access.inherit`), naming the winners (``won``) and the
-        losers (``lost``) in its payload. Unsigned: the caller writes them as the node's own writes, and replication
-        carries them inside the boundary."""
+        """The ``consensus_record`` assets to write, one per contested slot of each boundary whose ledger changed
+        since the last pass (who writes which: :meth:`_record_asset`), decided over every claim of the slot with
+        only the overrides every member honors: derived from the candidates (their most restrictive policy,
+        :func:`policy.access.inherit`), naming the winners (``won``) and the losers (``lost``) in the payload.
+        Unsigned: the caller writes them as the node's own writes, and replication carries them inside the
+        boundary."""
         out = []
         for bid in sorted(self.provenance.boundary_ids()):
             ledger = self.ledger(bid, now)
