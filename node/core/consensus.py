@@ -1121,7 +1121,7 @@ class Consensus:
                     "at": ledger.now,
                     "admit": self.w.admit,
                     "members": members,
-                    "slots": len(ledger.slots),
+                    "slots": sum(len({c.value for c in m}) > 1 for m in ledger.slots.values()),  # contested
                     "verified": len(ledger.verified),
                     "refuted": len(ledger.refuted),
                     "ignored_evidence": sorted(i for i in ledger.ignored if allowed(i)),

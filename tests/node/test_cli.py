@@ -297,7 +297,7 @@ def test_conflicts_override_and_reputation_from_the_cli(home: Path, capsys: pyte
     code, out, err = run(capsys, "--home", h, "reputation", "--as", "alice", "--json")
     assert code == 0, err
     (ledger,) = json.loads(out)
-    assert ledger["kind"] == "subnet" and ledger["overrides"] == [chosen["override"]]
+    assert ledger["kind"] == "subnet" and ledger["overrides"] == [chosen["override"]] and ledger["slots"] == 1
     assert [(m["founder"], m["admitted"]) for m in ledger["members"]] == [(True, True)]
     for argv, why in (
         (("--choose", "x"), "--choose needs --slot"),
