@@ -41,14 +41,18 @@ about which documents the filter excluded (a ``df`` counted after filtering woul
 score descending then ``sid`` ascending.
 
 Postings in memory. A search does not read the ``KV``: each partition's postings are held in memory, per term as
-arrays of document ordinals and term frequencies. They come from the store's sealed index snapshot (:meth:`dump`,
-:meth:`load`; parsed on the partition's first search, and the journal after the snapshot replayed into them with
-:meth:`replace`), else from one range scan of the partition's postings on its first search. They are kept in step
-with every committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the
-partitions touched, to be read again from disk). A changed or removed document's ordinal is retired (a live mask; a
-term's ``df`` counts its live postings), a new version gets a new ordinal; when retired ordinals outnumber live ones
-the partition is compacted in memory. Scoring is vectorised over the query terms' postings (numpy, float64, in the
-formula's order of operations). Nothing of this is written in the clear: the terms are the blinded keys, and the
+arrays of document ordinals (ascending) and term frequencies (``uint32``). They come from the store's sealed index
+snapshot (:meth:`dump`, :meth:`load`; parsed on the partition's first search, and the journal after the snapshot
+replayed into them with :meth:`replace`), else from one range scan of the partition's postings on its first search.
+They are kept in step with every committed change (``commit_staged`` applies what the committed ops did;
+``discard_staged`` drops the partitions touched, to be read again from disk). A changed or removed document's ordinal
+is retired (a live mask; a term's ``df`` counts its live postings), a new version gets a new ordinal; when retired
+ordinals outnumber live ones the partition is compacted in memory. Scoring is vectorised (numpy, float64, in the
+formula's order of operations) and pruned as MaxScore prunes (:meth:`LexicalIndex.search`): a query's frequent terms
+are only looked up for the documents its rarer terms met, once no other document can reach the ``k`` best; the
+result is the exhaustive one, and each score is summed in the query's term order whatever was pruned. A term's live
+count (``df``) is kept between searches and counted again after a retirement in the partition. Nothing of this is
+written in the clear: the terms are the blinded keys, and the
 snapshot is sealed with the partition's key.
 
 The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
@@ -150,16 +154,19 @@ def _check_id(value: bytes, what: str) -> None:
 
 
 class _Term:
-    """One term's postings in one partition: ordinals and frequencies, appended to (a retired ordinal's stay, and
-    the partition's live mask leaves them out)."""
+    """One term's postings in one partition: ordinals (ascending) and frequencies, appended to (a retired ordinal's
+    stay, and the partition's live mask leaves them out); with what search keeps of them between calls (its live
+    count, and the largest frequency and shortest document among them, for the term's score bound)."""
 
-    __slots__ = ("docs", "more_docs", "more_tf", "tf")
+    __slots__ = ("_df", "_peak", "docs", "more_docs", "more_tf", "tf")
 
     def __init__(self, docs: np.ndarray | None = None, tf: np.ndarray | None = None) -> None:
-        self.docs = np.empty(0, np.int64) if docs is None else docs
-        self.tf = np.empty(0, np.float64) if tf is None else tf
+        self.docs = np.empty(0, np.uint32) if docs is None else docs
+        self.tf = np.empty(0, np.uint32) if tf is None else tf
         self.more_docs: list[int] = []
         self.more_tf: list[int] = []
+        self._df = (-1, 0, 0)  # (the partition's retirements, postings, live postings) when last counted
+        self._peak = (0, 0, math.inf)  # (postings, largest tf, shortest document length) over the first ones
 
     def add(self, ordinal: int, tf: int) -> None:
         self.more_docs.append(ordinal)
@@ -167,10 +174,33 @@ class _Term:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self.more_docs:
-            self.docs = np.concatenate((self.docs, np.asarray(self.more_docs, np.int64)))
-            self.tf = np.concatenate((self.tf, np.asarray(self.more_tf, np.float64)))
+            self.docs = np.concatenate((self.docs, np.asarray(self.more_docs, np.uint32)))
+            self.tf = np.concatenate((self.tf, np.asarray(self.more_tf, np.uint32)))
             self.more_docs, self.more_tf = [], []
         return self.docs, self.tf
+
+    def df(self, mem: _Postings) -> int:
+        """The live postings (the term's ``df``): counted again only after a retirement in the partition; postings
+        added since the last count are live (a retirement since would have bumped the count)."""
+        docs, _ = self.arrays()
+        retired, seen, live = self._df
+        if retired != mem.retired:
+            seen, live = 0, 0
+        if seen < len(docs):
+            live += int(np.count_nonzero(mem.alive[docs[seen:]]))
+            self._df = (mem.retired, len(docs), live)
+        return self._df[2]
+
+    def bound(self, mem: _Postings, avgdl: float) -> float:
+        """An upper bound of the term's BM25 factor ``tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))`` over its
+        postings (retired ones included): the factor grows with ``tf`` and shrinks with ``dl``."""
+        docs, tf = self.arrays()
+        seen, top, short = self._peak
+        if seen < len(docs):
+            top = max(top, int(tf[seen:].max()))
+            short = min(short, float(mem.length[docs[seen:]].min()))
+            self._peak = (len(docs), top, short)
+        return top * (K1 + 1.0) / (top + K1 * (1.0 - B + B * short / avgdl)) * (1.0 + 1e-9)
 
 
 class _Postings:
@@ -185,6 +215,7 @@ class _Postings:
         self.length = np.zeros(1024, np.float64)  # document length, by ordinal
         self.alive = np.zeros(1024, np.bool_)
         self.count = 0  # ordinals handed out
+        self.retired = 0  # ordinals retired (a term's cached df is counted again after one)
 
     def _new(self, sid: bytes, id_: str, length: int) -> int:
         o = self.count
@@ -204,6 +235,7 @@ class _Postings:
         o = self.ordinal.pop(sid, None)
         if o is not None:
             self.alive[o] = False
+            self.retired += 1
             self.by_id.pop(self.ids[o], None)
         if new:
             o = self._new(sid, id_, length)
@@ -214,6 +246,30 @@ class _Postings:
     def stale(self) -> bool:
         """Retired ordinals outnumber live ones (and there are enough to matter): read the partition again."""
         return self.count > 4096 and self.count > 2 * len(self.ordinal)
+
+
+class _Eligible:
+    """Which documents of a partition a search may select: live ones, and (``allowed`` given) only those it names.
+    Called on each batch of documents a search meets; the mask over ``allowed`` is built once, when a batch is larger
+    than ``allowed`` (else each id is looked up in it)."""
+
+    def __init__(self, mem: _Postings, allowed: AbstractSet[str] | None) -> None:
+        self._mem = mem
+        self._allowed = allowed
+        self._mask: np.ndarray | None = None
+
+    def __call__(self, docs: np.ndarray) -> np.ndarray:
+        mem, allowed = self._mem, self._allowed
+        docs = docs[mem.alive[docs]]
+        if allowed is None or not len(docs):
+            return docs
+        if self._mask is None and len(docs) <= len(allowed):
+            ids = mem.ids
+            return docs[np.fromiter((ids[o] in allowed for o in docs.tolist()), np.bool_, len(docs))]
+        if self._mask is None:
+            self._mask = np.zeros(mem.count, np.bool_)
+            self._mask[np.fromiter((o for o in map(mem.by_id.get, allowed) if o is not None), np.int64)] = True
+        return docs[self._mask[docs]]
 
 
 class LexicalIndex:
@@ -359,6 +415,10 @@ class LexicalIndex:
             elif mem.length[o] != dl:
                 raise StoreCorrupt(f"a document of partition {pid.hex()} has postings of two lengths")
             mem.terms.setdefault(b, _Term()).add(o, tf)
+        for t in mem.terms.values():  # ordinals were handed out in sid order across terms: sort each term's
+            docs, tf = t.arrays()
+            order = np.argsort(docs, kind="stable")
+            t.docs, t.tf = docs[order], tf[order]
         if keep:
             self._memory[pid] = mem
         return mem
@@ -443,18 +503,28 @@ class LexicalIndex:
         blinds = take(ID_BYTES * m)
         counts = np.frombuffer(take(8 * m), "<u8").astype(np.int64)
         total = int(counts.sum())
-        docs = np.frombuffer(take(4 * total), "<u4").astype(np.int64)
-        tfs = np.frombuffer(take(4 * total), "<u4").astype(np.float64)
+        docs = np.frombuffer(take(4 * total), "<u4")  # views on the snapshot, not copies
+        tfs = np.frombuffer(take(4 * total), "<u4")
         if at != len(data) or (total and int(docs.max()) >= n):
             raise ValueError("a lexical snapshot does not add up")
+        ends = np.cumsum(counts)
+        # A term's ordinals ascend; only the next term starts lower. Snapshots written before search relied on that
+        # (from postings read off disk, in sid order) may not: those terms are sorted here.
+        falls = np.flatnonzero(docs[1:] <= docs[:-1]) + 1
+        unsorted = set(np.searchsorted(ends, falls[~np.isin(falls, ends[:-1])], side="right").tolist())
         mem = _Postings()
         for o in range(n):
             mem._new(sids[ID_BYTES * o : ID_BYTES * (o + 1)], ids[2 * ID_BYTES * o : 2 * ID_BYTES * (o + 1)], 0)
         mem.length[:n] = lengths
-        ends = np.cumsum(counts)
         for j in range(m):
             lo, hi = int(ends[j] - counts[j]), int(ends[j])
-            mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(docs[lo:hi], tfs[lo:hi])
+            d, f = docs[lo:hi], tfs[lo:hi]
+            if j in unsorted:
+                order = np.argsort(d, kind="stable")
+                d, f = d[order], f[order]
+                if len(d) > 1 and (d[1:] == d[:-1]).any():
+                    raise ValueError("a term of a lexical snapshot holds a document twice")
+            mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(d, f)
         return mem
 
     def replace(self, pid: bytes, sid: bytes, text: str | None) -> None:
@@ -478,7 +548,15 @@ class LexicalIndex:
         """Up to ``k`` ``(id, score)`` of partition ``pid`` by BM25 for ``query``, best first, ties by sid.
 
         ``allowed``: the ids the caller may use (None: every document of the partition). Documents outside it are
-        never selected or returned; ``idf`` counts every posting of a term in the partition (module docstring)."""
+        never selected or returned; ``idf`` counts every posting of a term in the partition (module docstring).
+
+        Pruned as MaxScore does, with the same result as scoring every posting: the terms are taken in decreasing
+        order of their score bound (``idf`` times :meth:`_Term.bound`), each scored over all its postings, until the
+        bounds of the terms left add up to less than the ``k``-th best score among the eligible documents seen so
+        far; no document outside those can then reach the ``k`` best, so the terms left are only looked up for them
+        (binary search in the ascending ordinals), and a document is dropped once its score and the bounds left
+        cannot reach that ``k``-th score. The few that can are scored again in the query's term order, so a score
+        is the same number however the search was pruned (and whatever ``allowed`` left out)."""
         _check_id(pid, "partition id")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -488,38 +566,70 @@ class LexicalIndex:
             return []
         mem = self._postings(pid)
         avgdl = total / n_docs
-        n = mem.count
-        scores = np.zeros(n, np.float64)
-        matched = False
+        found: list[tuple[np.ndarray, np.ndarray, float, float]] = []  # docs, tf, idf, bound; in query order
         for term in terms:
             t = mem.terms.get(self._blind(term))
             if t is None:
                 continue
-            docs, tf = t.arrays()
-            df = int(np.count_nonzero(mem.alive[docs]))
+            df = t.df(mem)
             if df == 0:
                 continue
             idf = bm25_idf(n_docs, df)
-            dl = mem.length[docs]
-            w = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
-            scores += np.bincount(docs, weights=w, minlength=n)
-            matched = True
-        if not matched:
+            docs, tf = t.arrays()
+            found.append((docs, tf, idf, idf * t.bound(mem, avgdl)))
+        if not found:
             return []
-        candidates = np.flatnonzero(mem.alive[:n] & (scores > 0.0))  # the live documents with a query term
-        if allowed is not None:  # only what the caller may use, before anything is selected
-            if len(candidates) <= len(allowed):
-                ids = mem.ids
-                candidates = candidates[np.fromiter((ids[o] in allowed for o in candidates), np.bool_, len(candidates))]
-            else:
-                mask = np.zeros(n, np.bool_)
-                mask[np.fromiter((o for o in map(mem.by_id.get, allowed) if o is not None), np.int64)] = True
-                candidates = candidates[mask[candidates]]
-        if len(candidates) > k:
-            floor = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
-            candidates = candidates[scores[candidates] >= floor]  # the k best, and whatever ties the k-th
-        best = sorted(((float(scores[o]), mem.sids[o], o) for o in candidates), key=lambda x: (-x[0], x[1]))[:k]
-        return [(mem.ids[o], score) for score, _, o in best]
+
+        def weight(idf: float, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
+            tf = tf.astype(np.float64)
+            return idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * mem.length[docs] / avgdl))
+
+        def lookup(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """Which of ``cand`` have a posting in ``docs`` (a mask over ``cand``), and where."""
+            at = np.searchsorted(docs, cand)
+            at[at == len(docs)] = 0
+            return docs[at] == cand, at
+
+        eligible = _Eligible(mem, allowed)
+        order = sorted(range(len(found)), key=lambda j: -found[j][3])
+        left = [sum(found[j][3] for j in order[i:]) for i in range(len(order) + 1)]  # bounds of the terms from i on
+        score = np.zeros(mem.count, np.float64)  # calloc: only the pages touched cost anything
+        seen = np.zeros(mem.count, np.bool_)
+        cand = np.empty(0, np.uint32)  # the eligible documents met so far
+        floor = -math.inf  # the k-th best score among them so far, once there are k: the final one is no lower
+
+        def margin() -> float:  # sums in another order may differ in their last bits
+            return 1e-9 * max(abs(floor), 1.0)
+
+        def rise() -> float:
+            return float(np.partition(score[cand], len(cand) - k)[len(cand) - k]) if len(cand) >= k else floor
+
+        i = 0
+        while i < len(order) and left[i] >= floor - margin():  # a document not met yet may still reach the k best
+            docs, tf, idf, _ = found[order[i]]
+            score[docs] += weight(idf, tf, docs)  # a term's ordinals are distinct
+            new = docs[~seen[docs]]
+            seen[new] = True
+            cand = np.concatenate((cand, eligible(new)))
+            floor = rise()
+            i += 1
+        while i < len(order):  # the rest only for the documents met, while they can still reach the k best
+            cand = cand[score[cand] + left[i] >= floor - margin()]
+            docs, tf, idf, _ = found[order[i]]
+            hit, at = lookup(docs, cand)
+            score[cand[hit]] += weight(idf, tf[at[hit]], docs[at[hit]])
+            floor = rise()
+            i += 1
+        if len(cand) > k:
+            cand = cand[score[cand] >= floor - margin()]  # the k best, whatever ties the k-th, and near ties
+        exact = np.zeros(len(cand), np.float64)  # scored again in the query's term order (module docstring)
+        for docs, tf, idf, _ in found:
+            hit, at = lookup(docs, cand)
+            exact[hit] += weight(idf, tf[at[hit]], docs[at[hit]])
+        best = sorted(
+            ((float(exact[j]), mem.sids[o], o) for j, o in enumerate(cand.tolist())), key=lambda x: (-x[0], x[1])
+        )
+        return [(mem.ids[o], s) for s, _, o in best[:k]]
 
 
 __all__ = ["QUERY_TERMS_MAX", "STOPWORDS", "TOKEN_CHARS_MAX", "LexicalIndex", "bm25_idf", "tokenize"]
