@@ -45,6 +45,8 @@ $(STAMP): pyproject.toml
 	mkdir -p $(SRC)/gaml
 	for p in $(PACKAGES); do ln -sfn ../../../$$p $(SRC)/gaml/$$p; done
 	ln -sfn ../../../proto/gaml/v1 $(SRC)/gaml/v1
+	@# MiniLM's fast runtime: the shipped weights exported once to ONNX, in the model cache (a few seconds).
+	$(BIN)/python -m gaml.node.shells.minilm
 	@touch $@
 
 proto: $(GENERATED) ## regenerate the protobuf code (committed) from proto/gaml/v1/*.proto

@@ -1,13 +1,21 @@
-"""The MiniLM shell reads a long text only as far as the model does (review finding 5: a megabyte item's tokens cost
-~150 MB before the model dropped all but the first 256)."""
+"""The MiniLM shell: it reads a long text only as far as the model does (review finding 5: a megabyte item's tokens
+cost ~150 MB before the model dropped all but the first 256), and its two runtimes (ONNX, torch) give the same
+vectors."""
 
 from __future__ import annotations
 
+import json
+import logging
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from gaml.node.shells.minilm import PIECES_MAX, MiniLMEmbedder, bounded
+from gaml.node.shells.minilm import PIECES_MAX, MiniLMEmbedder, _Torch, bounded, cached_export, export_onnx
+from gaml.policy.errors import GamlError
 
 WORDS = [
     "the",
@@ -37,8 +45,88 @@ def test_a_long_text_embeds_as_it_would_whole() -> None:
     rng = random.Random(0)
     texts = [" ".join(rng.choice(WORDS) for _ in range(n)) for n in (300, 5000, 20000)]
     texts += ["\n\n".join(texts), "x" * 200_000 + " and a tail", "a short line"]
-    m = MiniLMEmbedder()
-    whole = m._load().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    m = MiniLMEmbedder(runtime="torch")
+    model = m._load()
+    assert isinstance(model, _Torch)
+    whole = model.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     cut = m.embed(texts)
     assert min(float(np.dot(a, b)) for a, b in zip(whole, cut, strict=True)) > 0.99999
     assert len(bounded(texts[2]).split()) == PIECES_MAX and bounded(texts[-1]) is texts[-1]
+
+
+TEXTS = [
+    "Caroline went to the LGBTQ support group yesterday and found it inspiring.",
+    "ok",
+    "",
+    "Melanie: I painted a lake sunrise last year! 🎨",
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    " ".join(WORDS * 40),  # past the model's 256 tokens
+]
+
+
+def test_the_onnx_runtime_gives_the_torch_vectors() -> None:
+    """The ONNX export run by ONNX Runtime embeds as sentence-transformers on torch does (cosine >= 0.9999 each),
+    whatever the order and batching of the texts."""
+    onnx, torch = MiniLMEmbedder(runtime="onnx"), MiniLMEmbedder(runtime="torch", batch_size=2)
+    a, b = onnx.embed(TEXTS), torch.embed(TEXTS)
+    assert onnx.runtime == "onnx" and torch.runtime == "torch"
+    assert a.shape == b.shape == (len(TEXTS), 384) and a.dtype == np.float32
+    assert min(float(np.dot(x, y)) for x, y in zip(a, b, strict=True)) >= 0.9999
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    one_by_one = np.stack([onnx.embed([t])[0] for t in TEXTS])
+    assert np.allclose(one_by_one, a, atol=1e-5)
+
+
+def test_a_stale_or_altered_export_is_made_again(tmp_path: Path) -> None:
+    """The cached export is used only while its manifest matches the installed weights and its bytes: an altered
+    file, or a manifest naming other weights, is exported again before use."""
+    path = export_onnx(tmp_path)
+    assert cached_export(tmp_path) == path
+    ref = MiniLMEmbedder(runtime="onnx", cache=tmp_path).embed(TEXTS[:2])
+    with path.open("r+b") as f:  # one byte altered
+        f.seek(path.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert cached_export(tmp_path) is None
+    again = MiniLMEmbedder(runtime="onnx", cache=tmp_path)
+    assert np.allclose(again.embed(TEXTS[:2]), ref, atol=1e-6)
+    assert cached_export(tmp_path) == path
+    manifest = tmp_path / (path.name + ".json")
+    m = json.loads(manifest.read_text())
+    m["weights"]["size"] += 1
+    manifest.write_text(json.dumps(m))
+    assert cached_export(tmp_path) is None
+
+
+def test_without_onnx_runtime_auto_falls_back_to_torch_and_onnx_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where ONNX Runtime cannot be imported, ``auto`` embeds on torch and says so once in the log, and ``onnx``
+    refuses with a typed error."""
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    export_onnx(tmp_path)
+    with pytest.raises(GamlError, match="ONNX runtime"):
+        MiniLMEmbedder(runtime="onnx", cache=tmp_path).embed(["x"])
+    auto = MiniLMEmbedder(cache=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="gaml.minilm"):
+        v = auto.embed(TEXTS[:1])
+    assert auto.runtime == "torch" and v.shape == (1, 384)
+    assert any("runs on torch" in r.message for r in caplog.records)
+    with pytest.raises(GamlError, match="unknown MiniLM runtime"):
+        MiniLMEmbedder(runtime="gpu")
+
+
+def test_the_onnx_runtime_embeds_without_torch() -> None:
+    """A process that embeds on the ONNX runtime (the export being cached) never imports torch or
+    sentence-transformers."""
+    code = (
+        "import sys\n"
+        "from gaml.node.shells.minilm import MiniLMEmbedder\n"
+        "e = MiniLMEmbedder(runtime='onnx')\n"
+        "assert e.embed(['hello world']).shape == (1, 384)\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))\n"
+    )
+    MiniLMEmbedder(runtime="onnx").embed(["the export is cached before the child starts"])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
