@@ -197,11 +197,12 @@ def test_pruned_search_ranks_as_textbook_bm25_over_skewed_corpora(backend: Backe
         for i in rng.sample(range(400), 150):
             s = sid(i)
             old = docs.get(s)
-            new = (
-                None
-                if old is not None and rng.random() < 0.2
-                else " ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 14)))
-            )
+            if old is not None and rng.random() < 0.2:
+                new = None
+            elif docs and rng.random() < 0.2:  # the text of another document: equal scores, ties broken by sid
+                new = rng.choice(sorted(docs.values()))
+            else:
+                new = " ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 14)))
             changes.append((PID_A, s, new, old))
             if new is None:
                 docs.pop(s, None)
@@ -219,6 +220,23 @@ def test_pruned_search_ranks_as_textbook_bm25_over_skewed_corpora(backend: Backe
         if round_ == 2:
             kv = backend.reopen()  # postings read back from disk (ordinals in sid order, sorted per term)
             index = LexicalIndex(kv, blind)
+    assert index.looked_up > 0  # the pruned path ran (since the reopen)
+
+
+def test_a_frequent_term_is_only_looked_up_once_rarer_ones_decide() -> None:
+    """With one rare and one frequent query term and k = 1, the rare term's documents decide the best one: the
+    frequent term is only looked up for them, and the answer is still textbook BM25's."""
+    kv = MemoryKV()
+    index = LexicalIndex(kv, blind)
+    docs = {sid(i): f"common filler{i % 7}" for i in range(300)}
+    docs[sid(300)] = "rare common"
+    docs[sid(301)] = "rare alone here"
+    add_all(index, kv, PID_A, docs)
+    before = index.looked_up
+    assert_ranking(index.search(PID_A, "rare common", 1), reference_bm25(docs, "rare common")[:1])
+    assert index.looked_up == before + 1
+    assert_ranking(index.search(PID_A, "rare common", 400), reference_bm25(docs, "rare common"))
+    assert index.looked_up == before + 1  # k past every match: nothing to prune
 
 
 def test_a_snapshot_with_postings_out_of_order_is_sorted_when_parsed(backend: Backend) -> None:
@@ -246,7 +264,7 @@ def test_a_snapshot_with_postings_out_of_order_is_sorted_when_parsed(backend: Ba
     twice = blob[:at] + struct.pack(f"<{total}I", docs[1], *docs[1:]) + blob[at + 4 * total :]
     broken = LexicalIndex(backend.kv, blind)
     broken.load(PID_A, twice)
-    with pytest.raises(StoreCorrupt):
+    with pytest.raises(StoreCorrupt, match="twice"):
         broken.search(PID_A, "w1", 3)
 
 

@@ -183,12 +183,13 @@ class _Term:
         """The live postings (the term's ``df``): counted again only after a retirement in the partition; postings
         added since the last count are live (a retirement since would have bumped the count)."""
         docs, _ = self.arrays()
+        now = mem.retired  # read before counting: a retirement during the count makes the next call count again
         retired, seen, live = self._df
-        if retired != mem.retired:
+        if retired != now:
             seen, live = 0, 0
         if seen < len(docs):
             live += int(np.count_nonzero(mem.alive[docs[seen:]]))
-            self._df = (mem.retired, len(docs), live)
+            self._df = (now, len(docs), live)
         return self._df[2]
 
     def bound(self, mem: _Postings, avgdl: float) -> float:
@@ -250,20 +251,22 @@ class _Postings:
 
 class _Eligible:
     """Which documents of a partition a search may select: live ones, and (``allowed`` given) only those it names.
-    Called on each batch of documents a search meets; the mask over ``allowed`` is built once, when a batch is larger
-    than ``allowed`` (else each id is looked up in it)."""
+    Called on each batch of documents a search meets: each id is looked up in ``allowed`` until the ids looked up
+    would outnumber ``allowed``; then a mask over ``allowed`` is built, once, and used for the rest."""
 
     def __init__(self, mem: _Postings, allowed: AbstractSet[str] | None) -> None:
         self._mem = mem
         self._allowed = allowed
         self._mask: np.ndarray | None = None
+        self._looked_up = 0
 
     def __call__(self, docs: np.ndarray) -> np.ndarray:
         mem, allowed = self._mem, self._allowed
         docs = docs[mem.alive[docs]]
         if allowed is None or not len(docs):
             return docs
-        if self._mask is None and len(docs) <= len(allowed):
+        if self._mask is None and self._looked_up + len(docs) <= len(allowed):
+            self._looked_up += len(docs)
             ids = mem.ids
             return docs[np.fromiter((ids[o] in allowed for o in docs.tolist()), np.bool_, len(docs))]
         if self._mask is None:
@@ -287,6 +290,7 @@ class LexicalIndex:
         self._staged_docs: list[tuple[bytes, bytes, dict[bytes, int], int]] = []
         self._memory: dict[bytes, _Postings] = {}
         self._sealed: dict[bytes, bytes] = {}  # a snapshot's postings, parsed on first use (:meth:`load`)
+        self.looked_up = 0  # query terms that searches only looked up for the documents met (pruned), in all
 
     # -- statistics ------------------------------------------------------------------------------------------------
 
@@ -505,7 +509,7 @@ class LexicalIndex:
         total = int(counts.sum())
         docs = np.frombuffer(take(4 * total), "<u4")  # views on the snapshot, not copies
         tfs = np.frombuffer(take(4 * total), "<u4")
-        if at != len(data) or (total and int(docs.max()) >= n):
+        if at != len(data) or (total and (int(docs.max()) >= n or int(tfs.min()) == 0)):
             raise ValueError("a lexical snapshot does not add up")
         ends = np.cumsum(counts)
         # A term's ordinals ascend; only the next term starts lower. Snapshots written before search relied on that
@@ -620,6 +624,7 @@ class LexicalIndex:
             score[cand[hit]] += weight(idf, tf[at[hit]], docs[at[hit]])
             floor = rise()
             i += 1
+            self.looked_up += 1
         if len(cand) > k:
             cand = cand[score[cand] >= floor - margin()]  # the k best, whatever ties the k-th, and near ties
         exact = np.zeros(len(cand), np.float64)  # scored again in the query's term order (module docstring)
