@@ -14,7 +14,11 @@ Two runtimes give the same vectors (cosine 1.0000 on LoCoMo turns; ``tests/node/
   once in the log).
 
 The cached export is checked on load: its manifest names the weights it came from (path, size, mtime) and the
-export's SHA-256; a stale, partial or altered file is exported again.
+export's SHA-256, and the bytes checked are the bytes run; a stale or partial file (an interrupted export, a changed
+install) is exported again, as is one that is whole but does not load or run. Exports take a lock on the cache, so
+concurrent first uses do not interleave. The check finds damage, not malice: whoever may write the cache may write
+its manifest too, so the cache must be the user's alone (owned by them, writable by no one else; one that is not is
+not used).
 
 Run ``python -m gaml.node.shells.minilm`` to export into the cache ahead of use (what ``make install`` does).
 """
@@ -22,6 +26,7 @@ Run ``python -m gaml.node.shells.minilm`` to export into the cache ahead of use 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -94,37 +99,64 @@ def _weights(model: Path) -> dict[str, Any]:
     return {"path": str(model / "model.safetensors"), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _manifest(cache: Path) -> Path:
     return cache / (EXPORT_NAME + ".json")
 
 
-def cached_export(cache: Path | None = None) -> Path | None:
-    """The cached export, if it is whole and was made from the installed weights (else None)."""
+def _private(path: Path) -> bool:
+    """Owned by this user and writable by no one else (what a cache whose files are run must be)."""
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def cached_export(cache: Path | None = None) -> bytes | None:
+    """The cached export's bytes, if the cache is private, the export whole and made from the installed weights
+    (else None). The bytes are read once, checked and handed on, so what runs is what was checked."""
     cache = cache or model_cache()
     path = cache / EXPORT_NAME
     try:
+        if not (_private(cache) and _private(path) and _private(_manifest(cache))):
+            return None
         manifest = json.loads(_manifest(cache).read_text())
         if manifest.get("weights") != _weights(model_dir()) or manifest.get("opset") != OPSET:
             return None
-        if manifest.get("sha256") != _sha256(path):
+        data = path.read_bytes()
+        if manifest.get("sha256") != hashlib.sha256(data).hexdigest():
             return None
     except (OSError, ValueError, AttributeError):
         return None
-    return path
+    return data
 
 
-def export_onnx(cache: Path | None = None) -> Path:
-    """Export the wheel's model to ONNX in ``cache`` (atomically: a reader sees the old file or the new one, and the
-    manifest is written last). Needs torch and the ``onnx`` package; takes a few seconds."""
+@contextlib.contextmanager
+def _export_lock(cache: Path) -> Iterator[None]:
+    """One export at a time per cache (the CLI, the daemon and ``make install`` may all start one)."""
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not _private(cache):
+        raise GamlError(f"the model cache {cache} is not this user's alone (owner or write bits); fix it or move it")
+    with (cache / ".export.lock").open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def export_onnx(cache: Path | None = None, *, force: bool = False) -> bytes:
+    """Export the wheel's model to ONNX in ``cache`` and return its bytes. Under the cache's lock, so concurrent
+    exports do not interleave: after taking it, an export another process has just made is used (unless ``force``);
+    temporary files an interrupted export left are removed; the model is renamed into place, then the manifest is
+    written (a reader checks the bytes against it). Needs torch and the ``onnx`` package; takes a few seconds."""
     cache = cache or model_cache()
+    with _export_lock(cache):
+        if not force and (done := cached_export(cache)) is not None:
+            return done
+        for stale in cache.glob(f".{EXPORT_NAME}*"):
+            stale.unlink(missing_ok=True)
+        return _export(cache)
+
+
+def _export(cache: Path) -> bytes:
     _offline()
     model = model_dir()
     try:
@@ -143,7 +175,6 @@ def export_onnx(cache: Path | None = None) -> Path:
             out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
             return out.last_hidden_state
 
-    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     hf_logging.disable_progress_bar()  # no "Loading weights" bar
     bert = AutoModel.from_pretrained(str(model)).eval()
     ids = torch.ones((2, 8), dtype=torch.int64)
@@ -163,11 +194,12 @@ def export_onnx(cache: Path | None = None) -> Path:
                 opset_version=OPSET,
                 dynamo=False,
             )
+        data = Path(tmp).read_bytes()
         manifest = {
             "weights": _weights(model),
             "opset": OPSET,
             "torch": torch.__version__,
-            "sha256": _sha256(Path(tmp)),
+            "sha256": hashlib.sha256(data).hexdigest(),
         }
         os.replace(tmp, cache / EXPORT_NAME)
         with _atomic(_manifest(cache)) as f:
@@ -175,7 +207,7 @@ def export_onnx(cache: Path | None = None) -> Path:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    return cache / EXPORT_NAME
+    return data
 
 
 @contextlib.contextmanager
@@ -190,22 +222,29 @@ def _atomic(path: Path) -> Iterator[Any]:
             os.unlink(tmp)
 
 
+def _cpus() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
 class _Onnx:
     """The exported model under ONNX Runtime, with the model's tokenizer, mean pooling and normalisation."""
 
-    def __init__(self, path: Path, batch_size: int, dim: int) -> None:
+    def __init__(self, model: bytes, batch_size: int, dim: int) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
-        opts.intra_op_num_threads = len(os.sched_getaffinity(0))  # its default counts physical cores: 1 on a 2-vCPU VM
-        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        opts.intra_op_num_threads = _cpus()  # its default counts physical cores: 1 on a 2-vCPU VM
+        self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding()
         self.batch_size = batch_size
         self.dim = dim
+        if self.embed(["probe"]).shape != (1, dim):  # a model that loads but does not run fails here, not later
+            raise GamlError("the ONNX export does not give vectors of the model's size")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches of like length pad little
@@ -269,17 +308,28 @@ class MiniLMEmbedder:
             return self._model
         if self.runtime != "torch":
             try:
-                path = cached_export(self._cache) or export_onnx(self._cache)
-                self._model = _Onnx(path, self._batch or ONNX_BATCH, self.dim)
+                self._model = self._onnx()
                 self.runtime = "onnx"
                 return self._model
-            except (ImportError, OSError, GamlError, RuntimeError) as e:
+            except Exception as e:  # ONNX Runtime's and the exporter's errors share no base class
                 if self.runtime == "onnx":
-                    raise GamlError(f"the ONNX runtime of MiniLM cannot run: {e}") from e
-                log.warning("MiniLM runs on torch: the ONNX export cannot run here (%s)", e)
+                    raise GamlError(f"the ONNX runtime of MiniLM cannot run: {type(e).__name__}: {e}") from e
+                log.warning("MiniLM runs on torch: the ONNX export cannot run here (%s: %s)", type(e).__name__, e)
         self._model = _Torch(self._batch or TORCH_BATCH)
         self.runtime = "torch"
         return self._model
+
+    def _onnx(self) -> _Onnx:
+        """The cached export, else a new one; an export that is whole but does not load or run is made again, once."""
+        batch = self._batch or ONNX_BATCH
+        cached = cached_export(self._cache)
+        try:
+            return _Onnx(cached or export_onnx(self._cache), batch, self.dim)
+        except Exception:  # see _load
+            if cached is None:
+                raise
+            log.warning("MiniLM's cached ONNX export does not run: exporting it again")
+            return _Onnx(export_onnx(self._cache, force=True), batch, self.dim)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -289,9 +339,9 @@ class MiniLMEmbedder:
 
 def main() -> int:
     """Export the model into the cache (or say that a current export is there)."""
-    path = cached_export()
-    if path is None:
-        path = export_onnx()
+    path = model_cache() / EXPORT_NAME
+    if cached_export() is None:
+        export_onnx()
         print(f"exported MiniLM to {path}")
     else:
         print(f"MiniLM's ONNX export is current: {path}")

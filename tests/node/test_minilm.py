@@ -4,17 +4,29 @@ vectors."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gaml.node.shells.minilm import PIECES_MAX, MiniLMEmbedder, _Torch, bounded, cached_export, export_onnx
+from gaml.node.shells.minilm import (
+    EXPORT_NAME,
+    PIECES_MAX,
+    MiniLMEmbedder,
+    _Onnx,
+    _Torch,
+    bounded,
+    cached_export,
+    export_onnx,
+)
 from gaml.policy.errors import GamlError
 
 WORDS = [
@@ -60,13 +72,23 @@ TEXTS = [
     "",
     "Melanie: I painted a lake sunrise last year! 🎨",
     "Der schnelle braune Fuchs springt über den faulen Hund.",
-    " ".join(WORDS * 40),  # past the model's 256 tokens
+    " ".join(random.Random(1).choice(WORDS) + str(i) for i in range(400)),  # past the model's 256 tokens
 ]
 
 
-def test_the_onnx_runtime_gives_the_torch_vectors() -> None:
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A model cache of this module's own (exported once), named by GAML_MODEL_CACHE while its tests run."""
+    path = tmp_path_factory.mktemp("model-cache")
+    export_onnx(path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GAML_MODEL_CACHE", str(path))
+        yield path
+
+
+def test_the_onnx_runtime_gives_the_torch_vectors(cache: Path) -> None:
     """The ONNX export run by ONNX Runtime embeds as sentence-transformers on torch does (cosine >= 0.9999 each),
-    whatever the order and batching of the texts."""
+    whatever the order and batching of the texts; a long text is read to the model's 256 tokens, as torch reads it."""
     onnx, torch = MiniLMEmbedder(runtime="onnx"), MiniLMEmbedder(runtime="torch", batch_size=2)
     a, b = onnx.embed(TEXTS), torch.embed(TEXTS)
     assert onnx.runtime == "onnx" and torch.runtime == "torch"
@@ -75,13 +97,17 @@ def test_the_onnx_runtime_gives_the_torch_vectors() -> None:
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
     one_by_one = np.stack([onnx.embed([t])[0] for t in TEXTS])
     assert np.allclose(one_by_one, a, atol=1e-5)
+    model = onnx._load()
+    assert isinstance(model, _Onnx) and len(model.tokenizer.encode(TEXTS[-1]).ids) == 256
 
 
-def test_a_stale_or_altered_export_is_made_again(tmp_path: Path) -> None:
+def test_a_stale_altered_or_broken_export_is_made_again(tmp_path: Path) -> None:
     """The cached export is used only while its manifest matches the installed weights and its bytes: an altered
-    file, or a manifest naming other weights, is exported again before use."""
-    path = export_onnx(tmp_path)
-    assert cached_export(tmp_path) == path
+    file, or a manifest naming other weights, is exported again before use; so is a file whose manifest matches
+    but which does not load (written by something else)."""
+    export_onnx(tmp_path)
+    path = tmp_path / EXPORT_NAME
+    assert cached_export(tmp_path) == path.read_bytes()
     ref = MiniLMEmbedder(runtime="onnx", cache=tmp_path).embed(TEXTS[:2])
     with path.open("r+b") as f:  # one byte altered
         f.seek(path.stat().st_size // 2)
@@ -91,24 +117,50 @@ def test_a_stale_or_altered_export_is_made_again(tmp_path: Path) -> None:
     assert cached_export(tmp_path) is None
     again = MiniLMEmbedder(runtime="onnx", cache=tmp_path)
     assert np.allclose(again.embed(TEXTS[:2]), ref, atol=1e-6)
-    assert cached_export(tmp_path) == path
-    manifest = tmp_path / (path.name + ".json")
+    assert cached_export(tmp_path) == path.read_bytes()
+    manifest = tmp_path / (EXPORT_NAME + ".json")
     m = json.loads(manifest.read_text())
     m["weights"]["size"] += 1
     manifest.write_text(json.dumps(m))
     assert cached_export(tmp_path) is None
+    export_onnx(tmp_path)
+    garbage = b"not a model"  # whole by its manifest, but no model
+    path.write_bytes(garbage)
+    m = json.loads(manifest.read_text())
+    m["sha256"] = hashlib.sha256(garbage).hexdigest()
+    manifest.write_text(json.dumps(m))
+    assert cached_export(tmp_path) == garbage
+    fixed = MiniLMEmbedder(cache=tmp_path)
+    assert np.allclose(fixed.embed(TEXTS[:2]), ref, atol=1e-6) and fixed.runtime == "onnx"
+    assert cached_export(tmp_path) != garbage
+
+
+def test_a_cache_others_may_write_is_not_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A model cache writable by its group or anyone is neither read nor exported into: ``onnx`` refuses with a
+    typed error, ``auto`` embeds on torch and says why in the log."""
+    export_onnx(tmp_path)
+    tmp_path.chmod(0o777)
+    try:
+        assert cached_export(tmp_path) is None
+        with pytest.raises(GamlError, match="not this user's alone"):
+            MiniLMEmbedder(runtime="onnx", cache=tmp_path).embed(["x"])
+        auto = MiniLMEmbedder(cache=tmp_path)
+        with caplog.at_level(logging.WARNING, logger="gaml.minilm"):
+            assert auto.embed(TEXTS[:1]).shape == (1, 384)
+        assert auto.runtime == "torch" and any("not this user's alone" in r.message for r in caplog.records)
+    finally:
+        tmp_path.chmod(0o700)
 
 
 def test_without_onnx_runtime_auto_falls_back_to_torch_and_onnx_refuses(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Where ONNX Runtime cannot be imported, ``auto`` embeds on torch and says so once in the log, and ``onnx``
     refuses with a typed error."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
-    export_onnx(tmp_path)
     with pytest.raises(GamlError, match="ONNX runtime"):
-        MiniLMEmbedder(runtime="onnx", cache=tmp_path).embed(["x"])
-    auto = MiniLMEmbedder(cache=tmp_path)
+        MiniLMEmbedder(runtime="onnx").embed(["x"])
+    auto = MiniLMEmbedder()
     with caplog.at_level(logging.WARNING, logger="gaml.minilm"):
         v = auto.embed(TEXTS[:1])
     assert auto.runtime == "torch" and v.shape == (1, 384)
@@ -117,7 +169,7 @@ def test_without_onnx_runtime_auto_falls_back_to_torch_and_onnx_refuses(
         MiniLMEmbedder(runtime="gpu")
 
 
-def test_the_onnx_runtime_embeds_without_torch() -> None:
+def test_the_onnx_runtime_embeds_without_torch(cache: Path) -> None:
     """A process that embeds on the ONNX runtime (the export being cached) never imports torch or
     sentence-transformers."""
     code = (
@@ -127,6 +179,6 @@ def test_the_onnx_runtime_embeds_without_torch() -> None:
         "assert e.embed(['hello world']).shape == (1, 384)\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))\n"
     )
-    MiniLMEmbedder(runtime="onnx").embed(["the export is cached before the child starts"])
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    env = {**os.environ, "GAML_MODEL_CACHE": str(cache)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True, env=env)
     assert out.stdout.strip() == "[]"
