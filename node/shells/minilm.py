@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from gaml.node.shells.files import write_atomic
 from gaml.policy.errors import GamlError
 
 MINILM_ID = "minilm-l6-v2"
@@ -203,24 +204,11 @@ def _export(cache: Path) -> bytes:
             "sha256": hashlib.sha256(data).hexdigest(),
         }
         os.replace(tmp, cache / EXPORT_NAME)
-        with _atomic(_manifest(cache)) as f:
-            f.write(json.dumps(manifest, indent=1).encode())
+        write_atomic(_manifest(cache), json.dumps(manifest, indent=1).encode())
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return data
-
-
-@contextlib.contextmanager
-def _atomic(path: Path) -> Iterator[Any]:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def _cpus() -> int:
