@@ -179,6 +179,15 @@ class _Term:
             self.more_docs, self.more_tf = [], []
         return self.docs, self.tf
 
+    def sort(self) -> None:
+        """Put the postings in ordinal order (read off disk, or from an older snapshot, they may not be); a document
+        listed twice is refused."""
+        docs, tf = self.arrays()
+        order = np.argsort(docs, kind="stable")
+        self.docs, self.tf = docs[order], tf[order]
+        if len(docs) > 1 and (self.docs[1:] == self.docs[:-1]).any():
+            raise ValueError("a term's postings hold a document twice")
+
     def df(self, mem: _Postings) -> int:
         """The live postings (the term's ``df``): counted again only after a retirement in the partition; postings
         added since the last count are live (a retirement since would have bumped the count)."""
@@ -419,10 +428,8 @@ class LexicalIndex:
             elif mem.length[o] != dl:
                 raise StoreCorrupt(f"a document of partition {pid.hex()} has postings of two lengths")
             mem.terms.setdefault(b, _Term()).add(o, tf)
-        for t in mem.terms.values():  # ordinals were handed out in sid order across terms: sort each term's
-            docs, tf = t.arrays()
-            order = np.argsort(docs, kind="stable")
-            t.docs, t.tf = docs[order], tf[order]
+        for t in mem.terms.values():  # ordinals were handed out in sid order across terms
+            t.sort()
         if keep:
             self._memory[pid] = mem
         return mem
@@ -522,13 +529,9 @@ class LexicalIndex:
         mem.length[:n] = lengths
         for j in range(m):
             lo, hi = int(ends[j] - counts[j]), int(ends[j])
-            d, f = docs[lo:hi], tfs[lo:hi]
+            t = mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(docs[lo:hi], tfs[lo:hi])
             if j in unsorted:
-                order = np.argsort(d, kind="stable")
-                d, f = d[order], f[order]
-                if len(d) > 1 and (d[1:] == d[:-1]).any():
-                    raise ValueError("a term of a lexical snapshot holds a document twice")
-            mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(d, f)
+                t.sort()
         return mem
 
     def replace(self, pid: bytes, sid: bytes, text: str | None) -> None:
