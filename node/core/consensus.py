@@ -408,9 +408,7 @@ class Ledger:
     def contested(self) -> frozenset[str]:
         """The claims in a slot whose claims assert more than one value (made once per fold)."""
         if self._contested is None:
-            self._contested = frozenset(
-                c.id for members in self.slots.values() if len({x.value for x in members}) > 1 for c in members
-            )
+            self._contested = frozenset(c.id for members in self.slots.values() if _disputed(members) for c in members)
         return self._contested
 
     def claim_weight(self, c: Claim, t: int | None = None) -> int:
@@ -597,7 +595,7 @@ def slots_of(claims: Sequence[Claim], w: Weights, kind: str = "") -> dict[str, l
             comps[by_text[members[0].text_key]].append(members[0])
             members.clear()
     for members in comps.values():
-        if len({c.value for c in members}) > 1:
+        if _disputed(members):
             out[_slot_key("n:", members)] = sorted(members, key=lambda c: c.id)
     out = {k: v for k, v in out.items() if len(v) > 1}
     # Edges between claims of different sources: the one that names the other and the one it names are one slot.
@@ -615,9 +613,14 @@ def slots_of(claims: Sequence[Claim], w: Weights, kind: str = "") -> dict[str, l
     for id_ in sorted(joined):
         by_root.setdefault(linked.find(id_), []).append(free[id_])
     for members in by_root.values():
-        if len({c.value for c in members}) > 1:
+        if _disputed(members):
             out[_slot_key("e:", members)] = members
     return out
+
+
+def _disputed(claims: Iterable[Claim]) -> bool:
+    """Whether the claims assert more than one value (a slot of them is contested)."""
+    return len({c.value for c in claims}) > 1
 
 
 def _slot_key(prefix: str, members: Sequence[Claim]) -> str:
@@ -668,7 +671,7 @@ def fold(roster: Roster, claims: Sequence[Claim], w: Weights, now: int, evidence
                     ledger.gain(n, groups[o.id], ledger.claim_weight(o, t), t)
                 for n in o.writers:
                     ledger.gain(n, mine, ledger.claim_weight(c, t), t)
-        if len({x.value for x in before}) < 2:
+        if not _disputed(before):
             continue
         v = decide(key, before, ledger, t)
         top = v.scores[v.winner]
@@ -956,7 +959,7 @@ class Consensus:
             if len(self._decided) > 20_000:
                 self._decided.clear()
             rec: dict[str, Any] = {}
-            if len({c.value for c in group}) > 1:
+            if _disputed(group):
                 rec = record_of(bid, key, decide(key, group, ledger), group, ledger, o)
             hit = self._decided[memo] = (rec, _groups(group, ledger))
         return hit
@@ -1121,7 +1124,7 @@ class Consensus:
                     "at": ledger.now,
                     "admit": self.w.admit,
                     "members": members,
-                    "slots": sum(len({c.value for c in m}) > 1 for m in ledger.slots.values()),  # contested
+                    "slots": sum(_disputed(m) for m in ledger.slots.values()),  # contested
                     "verified": len(ledger.verified),
                     "refuted": len(ledger.refuted),
                     "ignored_evidence": sorted(i for i in ledger.ignored if allowed(i)),
@@ -1156,7 +1159,7 @@ class Consensus:
             self._settled[bid] = ledger
             for key in sorted(ledger.slots):
                 group = self._slot_group(ledger, key, lambda _: True)
-                if len({c.value for c in group}) < 2:
+                if not _disputed(group):
                     continue
                 rec = self._decide(bid, ledger, key, group, lambda _: True, everywhere=True)[0]
                 asset = self._record_asset(bid, ledger, key, rec, group, now)
