@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim sim-long sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -71,7 +71,17 @@ test-slow: $(STAMP) ## the long tests: more simulation seeds, its determinism, t
 	if [ $$status -eq 5 ]; then echo "no test is marked slow: make test runs them all"; else exit $$status; fi
 
 SEEDS ?= 10
-sim: $(STAMP) ## the replication simulation (20 nodes, 3 boundaries, 1,000 assets, faults) for SEEDS seeds from SEED
+SCENARIO ?= enterprise_subnet
+SIM_SEED ?= 1
+sim: $(STAMP) ## seed SIM_SEED of a shipped scenario (SCENARIO: default the 100-node one); report in bench/results/
+	$(BIN)/python -m simulations run --scenario simulations/scenarios/$(SCENARIO).toml --seed $(SIM_SEED) --json bench/results/sim-$(SCENARIO).json --plot bench/results/sim-$(SCENARIO).png
+
+LONG_SEEDS ?= 100
+LONG_SCENARIOS ?= trusted_devices tenants enterprise_subnet
+sim-long: $(STAMP) ## LONG_SEEDS seeds (default 100) of every shipped scenario (hours: the 100-node one takes minutes a seed)
+	for s in $(LONG_SCENARIOS); do $(BIN)/python -m simulations run --scenario simulations/scenarios/$$s.toml --seed 1 --seeds $(LONG_SEEDS) --json bench/results/sim-long-$$s.json || exit 1; done
+
+sim-replication: $(STAMP) ## the replication simulation (20 nodes, 3 boundaries, 1,000 assets, faults) for SEEDS seeds from SEED
 	$(BIN)/python -m gaml.simulations --seed $(SEED) --seeds $(SEEDS)
 
 bench: $(STAMP) ## storage benchmark at N assets (default 100000) against raw rocksdict and hnswlib; writes bench/results/

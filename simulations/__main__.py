@@ -1,5 +1,8 @@
 """``python -m gaml.simulations``: the simulations.
 
+- ``run --scenario FILE --seed N [--seeds K] [--json OUT] [--plot OUT]``: the scenario harness
+  (simulations/harness.py) over a TOML scenario (simulations/scenarios/); one JSON report line per seed on stdout;
+  exit status 0 when every check holds, 1 naming the seed and the step when one fails, 2 on a bad scenario.
 - ``[replication] --seed N [--seeds K]``: the replication simulation (simulations/replication.py); exit status 0 when
   every check holds, 1 with the seed to rerun when one fails. (``replication`` is the default.)
 - ``poisoning --data FILE --adversary-share S --seed N [--mode fresh|farming] [--json]``: the poisoning benchmark
@@ -167,8 +170,53 @@ def _plot(results: list[dict], out: Path) -> None:
     fig.savefig(out, dpi=120)
 
 
+def _run(argv: list[str]) -> int:
+    from gaml.policy.errors import InvalidInput
+    from gaml.simulations import harness, report
+    from gaml.simulations.scenario import load
+
+    p = argparse.ArgumentParser(
+        prog="python -m simulations run",
+        description=harness.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--scenario", required=True, type=Path, help="a scenario file (TOML; simulations/scenarios/)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", type=int, default=1, help="run this many seeds from --seed on")
+    p.add_argument("--json", type=Path, help="write the report here (one seed: an object; more: a list)")
+    p.add_argument("--plot", type=Path, help="draw the report here (PNG)")
+    args = p.parse_args(argv)
+    if args.seeds < 1:
+        p.error("--seeds is at least 1")
+    try:
+        scenario = load(args.scenario)
+    except InvalidInput as e:
+        p.error(str(e))
+    results = []
+    for seed in range(args.seed, args.seed + args.seeds):
+        try:
+            r = harness.run(scenario, seed)
+        except harness.InvariantBroken as e:
+            print(
+                f"FAILED: {e}\nreproduce: python -m simulations run --scenario {args.scenario} --seed {seed}",
+                file=sys.stderr,
+            )
+            if args.json:
+                args.json.write_text(json.dumps({"scenario": scenario.name, "seed": seed, "failed": str(e)}) + "\n")
+            return 1
+        results.append(r)
+        print(json.dumps({k: v for k, v in r.items() if k != "timeline"}), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results[0] if len(results) == 1 else results, indent=1) + "\n")
+    if args.plot:
+        report.plot(results, args.plot)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "run":
+        return _run(argv[1:])
     if argv and argv[0] == "poisoning":
         return _poisoning(argv[1:])
     if argv and argv[0] == "replication":

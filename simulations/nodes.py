@@ -16,13 +16,20 @@ from gaml.policy import crypto
 from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF, MemoryKeychain
 
 
-def make_node(seed: int, *, dim: int = 32, kv: KV | None = None) -> Node:
+def make_node(
+    seed: int, *, dim: int = 32, kv: KV | None = None, keychain: MemoryKeychain | None = None, incarnation: int = 0
+) -> Node:
     """A node whose keys, nonces and ids all come from ``seed``: the same seed builds the same node. ``kv``: its
-    storage (a fresh ``MemoryKV`` by default)."""
+    storage (a fresh ``MemoryKV`` by default). A restart passes the node's storage and keychain again (its keys, and
+    the group keys it was given), and the next ``incarnation``, from which its nonces are drawn afresh: a restarted
+    node never repeats a nonce of an earlier life."""
     entropy = crypto.SeededEntropy(seed)
-    keychain = MemoryKeychain()
-    keychain.put(NODE_IDENTITY_REF, entropy.random_bytes(32))
-    keychain.put(NODE_MASTER_REF, entropy.random_bytes(32))
+    if keychain is None:
+        keychain = MemoryKeychain()
+        keychain.put(NODE_IDENTITY_REF, entropy.random_bytes(32))
+        keychain.put(NODE_MASTER_REF, entropy.random_bytes(32))
+    if incarnation:
+        entropy = crypto.SeededEntropy(seed * 1_000_003 + incarnation)
     identity = crypto.SigningKey(keychain.get(NODE_IDENTITY_REF))
     store = Store.open(MemoryKV() if kv is None else kv, MemoryBlobs(), keychain, identity, ExactFactory(), entropy)
     return Node(store, HashEmbedder(dim))

@@ -172,6 +172,7 @@ class Replica:
         # (boundary, asset id) -> the members whose verified snapshots changed the asset here (this node for its own
         # writes): the asset's sources, for consensus (node.core.consensus)
         self._writers: dict[tuple[bytes, str], set[str]] = {}
+        self._cursors: dict[tuple[bytes, str], int] = {}  # (boundary, peer) -> its cursor, as stored
         self._seq = 0
         self._jseq = 0
         self._load()
@@ -427,11 +428,18 @@ class Replica:
         return out
 
     def cursor(self, bid: bytes, peer: str) -> int:
-        data = self.store.read_meta(self._name("repcur", bid.hex() + peer))
-        return struct.unpack(">Q", data)[0] if data else 0
+        """How far ``peer`` acknowledged this node's log of ``bid`` (kept in memory after the first read: the
+        engine asks on every tick, and only :meth:`set_cursor` writes it)."""
+        got = self._cursors.get((bid, peer))
+        if got is None:
+            data = self.store.read_meta(self._name("repcur", bid.hex() + peer))
+            got = self._cursors[(bid, peer)] = struct.unpack(">Q", data)[0] if data else 0
+        return got
 
     def set_cursor(self, bid: bytes, peer: str, upto: int) -> None:
+        self._cursors.pop((bid, peer), None)  # a failed write leaves the next read to the store
         self.store.write_meta({self._name("repcur", bid.hex() + peer): struct.pack(">Q", upto)})
+        self._cursors[(bid, peer)] = upto
 
     # -- from the store to objects ------------------------------------------------------------------------------------
 
