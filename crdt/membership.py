@@ -32,7 +32,7 @@ from gaml.crdt.errors import BadRoster, RosterRefused
 from gaml.policy import crypto
 from gaml.policy.errors import BadSignature, DecryptionFailed, InvalidInput
 from gaml.policy.model import canonical_encode
-from gaml.policy.replication import KINDS
+from gaml.policy.replication import KINDS, SIGNED_KINDS
 
 ROLES: Final = ("member", "relay")
 MEMBER: Final = "member"
@@ -172,6 +172,8 @@ class Roster:
             raise RosterRefused("a roster seals the keys to every member and to no one else")
         if not isinstance(self.signature, bytes):
             raise RosterRefused("a roster's signature is bytes")
+        if self.boundary.kind not in SIGNED_KINDS:
+            raise RosterRefused(f"a {self.boundary.kind} boundary has no signed roster (crdt/swarm.py)")
         object.__setattr__(self, "sealed", types.MappingProxyType(dict(sorted(self.sealed.items()))))
 
     # -- reading ------------------------------------------------------------------------------------------------------
@@ -370,6 +372,8 @@ def create(
     name or label, or a node id that is not an Ed25519 public key.
     """
     _check_new_node(first_node, MEMBER)
+    if kind not in SIGNED_KINDS:
+        raise RosterRefused(f"a signed boundary's kind is one of {', '.join(SIGNED_KINDS)}, got {kind!r}")
     boundary = Boundary(entropy.random_bytes(BOUNDARY_ID_BYTES), kind, name, label, admin.public_key)
     key = entropy.random_bytes(GROUP_KEY_BYTES)
     first = [Member(first_node, MEMBER, now)]

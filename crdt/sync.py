@@ -99,6 +99,11 @@ class ObjectStore(Protocol):
         order), when the caller has them: the engine matched every object to a request by its id."""
         ...
 
+    def deferred(self, oids: Sequence[bytes]) -> set[bytes]:
+        """Which of these objects, just given to :meth:`accept`, the node could not open *yet* (sealed under an
+        epoch whose key has not reached it: the roster that carries it is still on its way) and wants sent again."""
+        ...
+
     def cursor(self, bid: bytes, peer: str) -> int:
         """How far in my log of ``bid`` the peer has acknowledged (persisted)."""
         ...
@@ -126,6 +131,7 @@ class PeerStats:
     objects_received: int = 0  # in Send frames, requested or not
     objects_accepted: int = 0
     objects_rejected: int = 0
+    objects_deferred: int = 0  # could not be opened yet (a key on its way): asked for again, not acknowledged
     objects_unrequested: int = 0  # received without being needed (duplicates, stale batches): dropped
     open_boundaries: int = 0
 
@@ -430,11 +436,16 @@ class Sync:
                 got[oid] = None
                 wanted.append(obj)
         c["objects_unrequested"] += len(msg.objects) - len(wanted)
+        again: set[bytes] = set()
         if wanted:
             accepted, rejected = self._replica.accept(link.bid, wanted, peer, now, oids=list(got))
             c["objects_accepted"] += accepted
             c["objects_rejected"] += rejected
-        inc.pending.difference_update(got)
+            again = self._replica.deferred(list(got))
+            c["objects_deferred"] += len(again)
+        # An object the node cannot open yet stays pending: no Ack, so the peer offers it again (its Have retry)
+        # once the roster with the key has arrived, instead of its cursor passing it for good.
+        inc.pending.difference_update(o for o in got if o not in again)
         inc.pending.difference_update(msg.missing)
         if not inc.pending:
             link.inc = None

@@ -6,8 +6,11 @@ which derived assets inherit the most restrictive policy of their sources. ``loc
 the node.
 
 The reach names a kind of boundary and the label that picks one boundary of that kind: a user's trusted devices are
-labelled by the owner, an enterprise subnet and a tenant's nodes by the asset's tenant. The public swarm has no
-boundary yet (a later issue), so an asset that would reach it replicates no further than its tenant.
+labelled by the owner, an enterprise subnet and a tenant's nodes by the asset's tenant.
+
+The **public swarm** (:mod:`crdt.swarm`) is an open boundary: an asset enters it only when both fields say so, its
+scope ``public`` and its policy ``public_swarm`` (:func:`public`). A node that is in no swarm replicates such an asset
+no further than its tenant, as :func:`reach` says.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from gaml.policy.model import Asset, PrivacyScope, ReplicationPolicy
 DEVICES: Final = "devices"
 SUBNET: Final = "subnet"
 TENANT: Final = "tenant"
-KINDS: Final = (DEVICES, SUBNET, TENANT)
+PUBLIC: Final = "public"  # the public swarm: no admin, open membership (crdt/swarm.py)
+PUBLIC_LABEL: Final = "*"  # the one label of a public swarm
+KINDS: Final = (DEVICES, SUBNET, TENANT, PUBLIC)
+SIGNED_KINDS: Final = (DEVICES, SUBNET, TENANT)  # kinds whose membership an admin signs
 
 # The widest reach each scope allows, and the reach each policy asks for (0 = this node only).
 _CAP: Final = {
@@ -48,6 +54,11 @@ class Reach:
     label: str  # the owner (devices) or the tenant (subnet, tenant)
 
 
+def public(asset: Asset) -> bool:
+    """Whether the asset may enter the public swarm: public memory that asks for it (never anything narrower)."""
+    return asset.privacy_scope is PrivacyScope.PUBLIC and asset.replication_policy is ReplicationPolicy.PUBLIC_SWARM
+
+
 def reach(asset: Asset) -> Reach | None:
     """The boundary an asset replicates to, or None when it stays on this node."""
     level = min(_CAP[asset.privacy_scope], _ASK[asset.replication_policy])
@@ -60,4 +71,15 @@ def reach(asset: Asset) -> Reach | None:
     return Reach(kind, label)
 
 
-__all__ = ["DEVICES", "KINDS", "SUBNET", "TENANT", "Reach", "reach"]
+__all__ = [
+    "DEVICES",
+    "KINDS",
+    "PUBLIC",
+    "PUBLIC_LABEL",
+    "SIGNED_KINDS",
+    "SUBNET",
+    "TENANT",
+    "Reach",
+    "public",
+    "reach",
+]

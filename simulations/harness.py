@@ -50,6 +50,7 @@ from typing import Any, Final
 from gaml.crdt import wire
 from gaml.crdt.errors import BadMessage
 from gaml.crdt.objects import HEADER_BYTES, SIGN_TAG, SNAPSHOT, object_id, open_object
+from gaml.crdt.swarm import swarm_boundary
 from gaml.crdt.sync import BACKOFF_MAX, Sync
 from gaml.node.core.consensus import DAY_US, Consensus, Weights
 from gaml.node.core.hydrate import HydrationRequest, Hydrator
@@ -59,6 +60,7 @@ from gaml.policy import crypto
 from gaml.policy.access import Principal
 from gaml.policy.errors import GamlError, NotFound
 from gaml.policy.keychain import MemoryKeychain
+from gaml.simulations.errors import InvariantBroken
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
 from gaml.simulations.nodes import make_node
 from gaml.simulations.scenario import BoundaryShape, Scenario
@@ -74,10 +76,15 @@ REPLAY_KEEP: Final = 64  # frames a replayer remembers
 REPLAY_P: Final = 0.2  # chance per tick that a replayer re-sends one
 FORGE_P: Final = 0.05  # chance per tick that a forger makes a forged object
 BUDGET: Final = 300  # tokens per frame
-
-
-class InvariantBroken(AssertionError):
-    """A safety or liveness check failed; the message names the seed and the step."""
+LOCAL_SHAPES: Final = (
+    {"privacy_scope": "local_only"},
+    {"privacy_scope": "public", "replication_policy": "trusted_devices"},
+    {
+        "privacy_scope": "user_private",
+        "inference_policy": "public_with_redaction",
+        "replication_policy": "public_swarm",
+    },
+)
 
 
 @dataclasses.dataclass
@@ -103,7 +110,15 @@ class Instance:
     def contested(self) -> bool:
         return self.kind != "devices"
 
-    def draft(self, rng: random.Random, text: str, **payload: Any) -> dict[str, Any]:
+    def draft(self, text: str, **payload: Any) -> dict[str, Any]:
+        if self.kind == "public":
+            return {
+                "owner_id": "commons",
+                "privacy_scope": "public",
+                "replication_policy": "public_swarm",
+                "asset_type": "fact",
+                "payload": {"text": text, **payload},
+            }
         if self.kind == "devices":
             return {
                 "owner_id": self.label,
@@ -351,10 +366,15 @@ class World:
                 members = [self._host("honest") for _ in range(shape.members)]
                 relays = [self._host("relay") for _ in range(shape.relays)]
                 self.instances.append(Instance(label, shape, members, relays))
+        for inst in self.instances:
+            for name in inst.shape.include:
+                for other in self.instances:
+                    if other.shape.name == name:
+                        inst.members.extend(m for m in other.members if m not in inst.members)
         for _ in range(sc.strangers):
             self._host("stranger")
         contested = [i for i in self.instances if i.contested]
-        pool = sorted(m for i in contested for m in i.members[1:])
+        pool = sorted({m for i in contested for m in i.members if not self._is_admin(m)})
         rng.shuffle(pool)
         n_poison = round(len(pool) * sc.adversaries.share)
         for m in pool[:n_poison]:
@@ -376,7 +396,7 @@ class World:
         self._wire()
 
     def _is_admin(self, name: str) -> bool:
-        return any(i.members[0] == name for i in self.instances)
+        return any(i.members[0] == name for i in self.instances if i.kind != "public")
 
     def _wire(self) -> None:
         """Links: a ring through each boundary's members and relays plus random chords up to ``degree``, and
@@ -437,6 +457,9 @@ class World:
         hour of each other. Farming poisoners are admitted as honest members are, and corroborate the history."""
         sc, rng = self.sc, self.rng
         for inst in self.instances:
+            if inst.kind == "public":
+                inst.bid = swarm_boundary(inst.name).id
+                continue
             admin = self.hosts[inst.members[0]].replica
             inst.bid = admin.create(inst.kind, inst.name, inst.label, 1).id
         self.connect_all()
@@ -446,7 +469,7 @@ class World:
         last = self.net.clock.now()
         for inst in self.instances:
             t = self.net.clock.now()
-            for m in inst.members[1:] + inst.relays:
+            for m in (inst.members if inst.kind == "public" else inst.members[1:]) + inst.relays:
                 if self.hosts[m].role not in late:
                     t += 2 * HOUR_US
                     admissions.append((t, inst, m, "relay" if m in inst.relays else "member"))
@@ -455,7 +478,7 @@ class World:
         end = max(last + 3 * HOUR_US, days * DAY_US)
         for inst in self.instances:
             t = end - 2 * HOUR_US
-            for m in inst.members:
+            for m in inst.members if inst.kind == "public" else inst.members[1:]:
                 role = self.hosts[m].role
                 if role == "sybil":
                     admissions.append((end - HOUR_US + rng.randrange(HOUR_US // 2), inst, m, "member"))
@@ -463,7 +486,12 @@ class World:
                     t += rng.randrange(HOUR_US // 60, HOUR_US // 30)
                     admissions.append((t, inst, m, "member"))
         for t, inst, m, role in sorted(admissions, key=lambda a: (a[0], a[2])):
-            self._admit(inst, m, role, t)
+            if inst.kind == "public":  # a swarm member is met when it joins: the network must carry it then
+                self.at(t)
+                self._admit(inst, m, role, t)
+                self.deliver()
+            else:
+                self._admit(inst, m, role, t)
         writes: list[tuple[int, str, Instance, dict[str, Any]]] = []
         if days:
             lo, hi = last + HOUR_US, end - 3 * HOUR_US
@@ -476,7 +504,7 @@ class World:
                     who += rng.sample(farmers, min(len(farmers), 1))
                     for m in who:
                         text = f"{m} checked {subject}: its {attribute} is {value} (ticket {rng.randrange(10**6)})"
-                        draft = inst.draft(rng, text, subject=subject, attribute=attribute, value=value)
+                        draft = inst.draft(text, subject=subject, attribute=attribute, value=value)
                         writes.append((min(hi, t0 + rng.randrange(0, 2 * DAY_US)), m, inst, draft))
         for t, m, inst, draft in sorted(writes, key=lambda w: (w[0], w[1])):
             self.at(t)
@@ -490,6 +518,10 @@ class World:
         return self.net.clock.now()
 
     def _admit(self, inst: Instance, m: str, role: str, t: int) -> None:
+        if inst.kind == "public":
+            self.hosts[m].replica.join_swarm(inst.name, t)
+            self._log("join", inst.name, m, t)
+            return
         admin = self.hosts[inst.members[0]].replica
         admin.invite(inst.bid, self.hosts[m].node_id, role, t)
         self.hosts[m].replica.join(admin.roster(inst.bid), t)
@@ -562,13 +594,16 @@ class World:
                 m = rng.choice(writers)
                 n = len(self.writes)
                 text = f"{inst.name} {self.marker} note {n}: " + " ".join(rng.choice(WORDS) for _ in range(10))
-                self._put(m, inst, inst.draft(rng, text, n=n))
+                self._put(m, inst, inst.draft(text, n=n))
         elif kind == "local":
             up = [n for n in sorted(self.hosts) if self.hosts[n].up]
             m = rng.choice(up)
+            # Three ways of staying on the node: local only; public but not asking for the swarm (and erin has no
+            # devices or tenant anywhere); private with inference allowed in public only as a redacted packet.
+            stays = LOCAL_SHAPES[len(self.local) % len(LOCAL_SHAPES)]
             draft = {
                 "owner_id": "erin",
-                "privacy_scope": "local_only",
+                **stays,
                 "asset_type": "fact",
                 "payload": {"text": f"erin {self.marker} local note {len(self.local)} on {m}"},
             }
@@ -608,9 +643,9 @@ class World:
             return
         id_ = rng.choice(live)
         inst = self._inst(self.writes[id_].inst)
-        holders = self._holders(
-            id_, [m for m in inst.members if m not in inst.removed and self.hosts[m].role != "sybil"]
-        )
+        # In the public swarm only an asset's author may change or erase it (crdt/swarm.py); elsewhere any member.
+        editors = [self.writes[id_].writer] if inst.kind == "public" else inst.members
+        holders = self._holders(id_, [m for m in editors if m not in inst.removed and self.hosts[m].role != "sybil"])
         if not holders:
             return
         if kind == "delete":
@@ -635,6 +670,7 @@ class World:
         cands = [
             (i, m)
             for i in self.instances
+            if i.kind != "public"
             for m in i.members[1:]
             if len(i.members) - len(i.removed) > 3
             and m not in i.removed
@@ -664,7 +700,7 @@ class World:
         id_ = self._put(
             m,
             inst,
-            inst.draft(rng, text, subject=subject, attribute=attribute, value=value),
+            inst.draft(text, subject=subject, attribute=attribute, value=value),
             honest_slot=kind == "claim",
         )
         if kind == "poison":
@@ -778,9 +814,13 @@ class World:
                     if n in inst.removed and wr.writer != n and wr.epoch >= inst.removed[n]:
                         bad["revocation"] += 1
                         notes.append(f"removed {n} holds {id_}, written at epoch {wr.epoch}")
-                    if wr.writer in inst.removed and n in wr.adopted:
+                    if (
+                        wr.writer in inst.removed
+                        and n in wr.adopted
+                        and self.hosts[wr.writer].node_id in h.replica.writers(inst.bid, id_)
+                    ):
                         bad["revocation"] += 1
-                        notes.append(f"{n} took {id_}, written by {wr.writer} after its removal was adopted")
+                        notes.append(f"{n} took {wr.writer}'s {id_} from it after adopting its removal")
             if h.role in ("relay", "stranger") or n in relays:
                 raw = sum(marker in v for space in h.kv.dump().values() for v in space.values())
                 if raw:
@@ -814,14 +854,23 @@ class World:
         return dict(bad)
 
     def required(self, inst: Instance) -> set[str]:
-        """What every remaining member must hold in the end: acknowledged writes to the boundary by nodes that are
-        still members (a removed member's writes are refused by members that adopted its removal), not deleted,
-        not poison pruned, and not written by a sybil or poisoner (they are held too, but need no guarantee)."""
+        """What every remaining member must hold in the end: acknowledged writes to the boundary, not deleted, by
+        nodes that are not :meth:`outcast` there."""
+        out = self.outcast(inst)
         return {
             id_
             for id_, w in self.writes.items()
-            if w.inst == inst.name and id_ not in self.deleted and w.writer not in inst.removed
+            if w.inst == inst.name and id_ not in self.deleted and w.writer not in out
         }
+
+    def outcast(self, inst: Instance) -> set[str]:
+        """Members whose part in a boundary nothing guarantees: removed ones (members that adopted the removal
+        refuse their writes), and in the public swarm the forgers (peers that caught them ban them, so their own
+        writes reach only part of the swarm, and they stop receiving from those peers)."""
+        out = set(inst.removed)
+        if inst.kind == "public":
+            out |= {m for m in inst.members if self.hosts[m].role == "forger"}
+        return out
 
     def convergence(self) -> tuple[float, bool]:
         """The share of (remaining member, required asset) pairs held, and whether every member holds exactly the
@@ -830,17 +879,16 @@ class World:
         exact = True
         for inst in self.instances:
             need = self.required(inst)
+            out = self.outcast(inst)
             for m in inst.members:
-                if m in inst.removed:
+                if m in out:
                     continue
                 h = self.hosts[m]
                 live = set(h.replica.node.store.live_ids()) if h.up else set()
                 mine = {
                     i
                     for i in live
-                    if i in self.writes
-                    and self.writes[i].inst == inst.name
-                    and self.writes[i].writer not in inst.removed
+                    if i in self.writes and self.writes[i].inst == inst.name and self.writes[i].writer not in out
                 }
                 have += len(mine & need)
                 total += len(need)
@@ -852,12 +900,16 @@ class World:
         """'' if every remaining member of every boundary holds the same records; else what differs."""
         for inst in self.instances:
             need = sorted(self.required(inst))
+            out = self.outcast(inst)
             first: dict[str, Any] | None = None
             for m in inst.members:
-                if m in inst.removed:
+                if m in out:
                     continue
                 store = self.hosts[m].replica.node.store
-                mine = {i: record_of(store.get(i)) for i in need}
+                try:
+                    mine = {i: record_of(store.get(i)) for i in need}
+                except NotFound as e:
+                    return f"{m} lacks an asset of {inst.name}: {e}"
                 if first is None:
                     first = mine
                 elif mine != first:

@@ -75,19 +75,28 @@ class Network(_Strict):
 
 
 class BoundaryShape(_Strict):
-    """``count`` boundaries of one kind, each with ``members`` members (the first administers it) and ``relays``."""
+    """``count`` boundaries of one kind, each with ``members`` members (the first administers it) and ``relays``.
+
+    ``kind = "public"`` is the public swarm (crdt/swarm.py): one, no admin and no relays; its ``members`` join it
+    (each at its own time in the history), and so do all members of the shapes named in ``include``, which keep their
+    private memory in their own boundaries (the checks prove it never reaches the swarm)."""
 
     name: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$")]
-    kind: Literal["devices", "subnet", "tenant"]
+    kind: Literal["devices", "subnet", "tenant", "public"]
     count: Annotated[int, Field(ge=1, le=1000)] = 1
     members: Annotated[int, Field(ge=2, le=1000)]
     relays: Annotated[int, Field(ge=0, le=16)] = 0
     weight: Annotated[float, Field(gt=0.0)] = 1.0  # its share of the puts, relative to the other shapes
+    include: list[str] = []  # (public only) shapes whose members join the swarm too
 
     @model_validator(mode="after")
-    def _devices_have_no_relays(self) -> BoundaryShape:
+    def _shape(self) -> BoundaryShape:
         if self.kind == "devices" and self.relays:
             raise ValueError("a user's devices have no relays (relays serve subnets and tenants)")
+        if self.kind == "public" and (self.relays or self.count != 1):
+            raise ValueError("the public swarm is one boundary, without relays")
+        if self.include and self.kind != "public":
+            raise ValueError("only the public swarm includes the members of other shapes")
         return self
 
 
@@ -166,12 +175,18 @@ class Scenario(_Strict):
         names = [b.name for b in self.boundaries]
         if len(set(names)) != len(names):
             raise ValueError(f"boundary names repeat: {names}")
+        if sum(b.kind == "public" for b in self.boundaries) > 1:
+            raise ValueError("a node is in one public swarm at most: one public shape")
+        for b in self.boundaries:
+            for inc in b.include:
+                if inc not in names or inc == b.name:
+                    raise ValueError(f"{b.name} includes {inc!r}, which is not another shape of this scenario")
         for f in self.faults:
             if f.at > self.seconds:
                 raise ValueError(f"a {f.kind} fault at {f.at} s is after the workload ends ({self.seconds} s)")
         attacked = self.adversaries.share or self.adversaries.sybils or self.workload.hydrates
         if attacked and not any(b.kind != "devices" for b in self.boundaries):
-            raise ValueError("poisoners, sybils and hydrates need a subnet or tenant boundary")
+            raise ValueError("poisoners, sybils and hydrates need a subnet, tenant or public boundary")
         return self
 
     @property

@@ -49,12 +49,14 @@ from gaml.crdt.membership import add as roster_add
 from gaml.crdt.membership import create as roster_create
 from gaml.crdt.membership import remove as roster_remove
 from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, object_id, open_object, peek, seal_object
+from gaml.crdt.swarm import STRIKES_TO_BAN, Swarm, check_descriptor
+from gaml.crdt.swarm import join as swarm_join
 from gaml.node.core.node import Node
 from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Records, Store
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from gaml.policy.model import Asset
-from gaml.policy.replication import reach
+from gaml.policy.replication import PUBLIC, PUBLIC_LABEL, public, reach
 
 # Fields that are this node's, not the asset's: never replicated, set again by the write path that materializes.
 LOCAL_FIELDS: Final = ("version", "source_node", "encryption_key_ref")
@@ -141,6 +143,9 @@ class Replica:
     def _load(self) -> None:
         for _, data in self.store.scan_meta("repbound"):
             d = json.loads(data)
+            if "swarm" in d:
+                self._install(Swarm.restore(bytes.fromhex(d["swarm"])), admin=False)
+                continue
             roster = Roster.decode(bytes.fromhex(d["roster"]))
             self._install(roster, admin=bool(d["admin"]))
         for _, data in self.store.scan_meta("repgone"):
@@ -173,6 +178,9 @@ class Replica:
         # writes): the asset's sources, for consensus (node.core.consensus)
         self._writers: dict[tuple[bytes, str], set[str]] = {}
         self._cursors: dict[tuple[bytes, str], int] = {}  # (boundary, peer) -> its cursor, as stored
+        self._strikes: dict[tuple[bytes, str], int] = {}  # (swarm, peer) -> objects it sent that failed to open
+        self._writers_met: set[str] = set()  # writers of swarm objects accepted in this batch
+        self._deferred: set[bytes] = set()  # objects of the last accept sealed under an epoch not known here yet
         self._seq = 0
         self._jseq = 0
         self._load()
@@ -233,7 +241,10 @@ class Replica:
         return have
 
     def _save_bound(self, b: _Bound) -> None:
-        data = json.dumps({"roster": b.roster.encode().hex(), "admin": b.admin}).encode()
+        if isinstance(b.roster, Swarm):
+            data = json.dumps({"swarm": b.roster.state().hex()}).encode()
+        else:
+            data = json.dumps({"roster": b.roster.encode().hex(), "admin": b.admin}).encode()
         self.store.write_meta({self._name("repbound", b.boundary.id.hex()): data})
 
     def _put_obj(self, tx: _Txn, oid: bytes, o: _Obj, obj: bytes | None) -> None:
@@ -268,6 +279,41 @@ class Replica:
         self._save_bound(self._install(roster, admin=True))
         self._replay()
         return boundary
+
+    def join_swarm(self, name: str, now: int) -> Boundary:
+        """Join the public swarm called ``name`` (crdt/swarm.py): public memory that asks for the swarm replicates
+        there from now on, what was written before included. A node is in one swarm at most."""
+        held = self._by_reach.get((PUBLIC, PUBLIC_LABEL))
+        if held is not None:
+            b = self._bounds[held]
+            if b.boundary.name != name:
+                raise InvalidInput(f"this node is already in the public swarm {b.boundary.name!r}")
+            return b.boundary
+        view = swarm_join(name, self.node_id)
+        self._save_bound(self._install(view, admin=False))
+        self._replay()
+        self.counters["swarms_joined"] += 1
+        return view.boundary
+
+    def _meet(self, bid: bytes, nodes: Iterable[str], now: int) -> None:
+        """Record peers and writers of a swarm as met (their reputation's age starts at their first meeting)."""
+        b = self._bounds[bid]
+        view = b.roster
+        assert isinstance(view, Swarm)
+        for node in sorted(set(nodes)):
+            if node != self.node_id:
+                view = view.meet(node, max(1, now))
+        if view is not b.roster:
+            self._save_bound(self._install(view, admin=False))
+            self.counters["swarm_met"] += 1
+
+    def _strike(self, bid: bytes, peer: str, n: int) -> None:
+        """Count objects from ``peer`` that failed their seal or signature; ban it from the swarm at the limit."""
+        self._strikes[(bid, peer)] = got = self._strikes.get((bid, peer), 0) + n
+        b = self._bounds[bid]
+        if got >= STRIKES_TO_BAN and isinstance(b.roster, Swarm) and b.roster.role(peer) is not None:
+            self._save_bound(self._install(b.roster.ban(peer), admin=False))
+            self.counters["swarm_banned"] += 1
 
     def _replay(self) -> None:
         """Follow the journal from its start again: assets written before this node entered a boundary reach it."""
@@ -330,6 +376,35 @@ class Replica:
         if roster.role(self.node_id) == "member" and not was_member:
             self._replay()  # (again) a member: what was written meanwhile reaches the boundary
         self.counters["rosters_adopted"] += 1
+        if old is not None and was_member and roster.role(self.node_id) == "member":
+            gone = {m.node for m in old.roster.members} - {m.node for m in roster.members}
+            if gone:
+                self._reseal(roster.boundary.id, gone)
+
+    def _reseal(self, bid: bytes, gone: set[str]) -> None:
+        """Seal again, as this node's, every current snapshot of ``bid`` that a node just removed wrote.
+
+        A member that adopted the removal refuses the removed node's objects; a member that had not yet adopted it
+        may have taken one (the removed node's last writes, or a merge it sealed), and it would be the only one ever
+        to hold that state. Sealed again by a current member, the state reaches the others and the boundary
+        converges. Revocation stays forward-only: what the removed node wrote before every member knew of its removal
+        can spread, nothing it writes to a member that knows can. Costs one snapshot per such asset per member."""
+        b = self._bounds[bid]
+        tx = _Txn()
+        for (cb, id_), oid in sorted(self._current.items()):
+            if cb != bid:
+                continue
+            obj = self.objects(bid, [oid])
+            try:
+                writer = open_object(obj[0], b.keys, oid=oid).writer if obj else ""
+            except BadObject:
+                continue
+            doc = self._doc(tx, bid, id_) if writer in gone else None
+            if doc is not None:
+                self._seal_snapshot(tx, bid, id_, doc)
+                self.counters["resealed"] += 1
+        if tx.meta:
+            self.store.write_meta(tx.meta)
 
     def boundary_for(self, kind: str, label: str) -> bytes | None:
         """The boundary of that kind and label this node is a member of, if any."""
@@ -398,6 +473,11 @@ class Replica:
         b = self._bounds.get(bid)
         if b is None:
             raise BadRoster("a roster of a boundary this node does not know")
+        if isinstance(b.roster, Swarm):
+            check_descriptor(data, b.boundary.name)
+            if b.roster.role(peer) is not None:
+                self._meet(bid, [peer], now)
+            return
         roster = Roster.decode(data)
         if roster.boundary != b.boundary:
             raise BadRoster(f"a roster of another boundary offered for {b.boundary.name!r}")
@@ -427,6 +507,13 @@ class Replica:
                 out.append(data[_HEAD.size :])
         return out
 
+    def deferred(self, oids: Sequence[bytes]) -> set[bytes]:
+        """Of these objects (just given to :meth:`accept`), those sealed under an epoch this node has no key of yet:
+        the engine leaves them unacknowledged, so the peer offers them again once the roster has arrived."""
+        out = self._deferred.intersection(oids)
+        self._deferred.clear()
+        return out
+
     def cursor(self, bid: bytes, peer: str) -> int:
         """How far ``peer`` acknowledged this node's log of ``bid`` (kept in memory after the first read: the
         engine asks on every tick, and only :meth:`set_cursor` writes it)."""
@@ -444,6 +531,10 @@ class Replica:
     # -- from the store to objects ------------------------------------------------------------------------------------
 
     def _reach_bid(self, asset: Asset) -> bytes | None:
+        if public(asset):
+            swarm = self._by_reach.get((PUBLIC, PUBLIC_LABEL))
+            if swarm is not None:
+                return swarm
         r = reach(asset)
         return None if r is None else self._by_reach.get((r.kind, r.label))
 
@@ -597,11 +688,17 @@ class Replica:
         given: Sequence[bytes | None] = [None] * len(objs) if oids is None else oids
         if b.roster.role(self.node_id) == "relay":
             return self._carry(b, objs, given)
+        forged = self.counters["rejected_forged"]
         try:
             accepted, rejected = self._accept(b, objs, given, now)
         except BaseException:
             self._reset()
             raise
+        if isinstance(b.roster, Swarm):
+            if self.counters["rejected_forged"] > forged:
+                self._strike(bid, peer, self.counters["rejected_forged"] - forged)
+            met, self._writers_met = self._writers_met, set()
+            self._meet(bid, met, now)
         self.pump(now)  # erasures asked for, and the derivatives this node erased with them, travel on
         self.counters["accepted"] += accepted
         return accepted, rejected
@@ -648,13 +745,18 @@ class Replica:
         """Check and merge one object (``oid``: its id, if known); returns why it was rejected, or ''."""
         bid = b.boundary.id
         try:
-            route, _ = peek(obj)
+            route, epoch = peek(obj)
         except BadObject:
             return "malformed"
         if route != b.boundary.route:
             return "route"
         if oid is None:
             oid = object_id(obj)
+        if b.keys and epoch > max(b.keys) and b.roster.role(self.node_id) == "member":
+            # Sealed under an epoch this node has no key of yet: the roster that brings it is on its way (it is
+            # sent beside the objects, and may arrive after them). Not a forgery; the engine asks for it again.
+            self._deferred.add(oid)
+            return "early"
         if oid in self._objs:
             self.counters["duplicates"] += 1
             return ""
@@ -665,6 +767,12 @@ class Replica:
         if b.roster.role(o.writer) != "member":
             return "writer"
         id_ = o.asset_id
+        if isinstance(b.roster, Swarm):
+            # Open membership: only the nodes that wrote an asset here may change or erase it.
+            authors = self.writers(b.boundary.id, id_)
+            if authors and o.writer not in authors:
+                return "not_author"
+            self._writers_met.add(o.writer)
         try:
             stored: Asset | None = self.store.get(id_, include_deleted=True, records=records)
         except NotFound:

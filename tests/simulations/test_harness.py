@@ -179,3 +179,27 @@ def test_a_bad_scenario_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["run", "--scenario", str(bad)])
     assert exc.value.code == 2
+
+
+def test_the_public_swarm_scenario_keeps_private_memory_out_and_bans_forgers() -> None:
+    """The shipped public swarm, scaled down: swarm-only nodes plus users' devices and a subnet that also join it.
+    Public memory reaches every swarm member; private, tenant-only and redacted-only memory never leaves its
+    boundary (the per-step checks, raw scans of strangers and relays included); forgers are banned."""
+    sc = load(SCENARIOS / "public_swarm.toml")
+    shapes = [
+        b.model_copy(update={"members": 10} if b.kind == "public" else {"count": 1} if b.kind == "devices" else {})
+        for b in sc.boundaries
+    ]
+    small = sc.model_copy(
+        update={
+            "boundaries": shapes,
+            "seconds": 30.0,
+            "faults": [f for f in sc.faults if f.at <= 30],
+            "workload": sc.workload.model_copy(update={"assets": 150, "hydrates": 16, "slots": 6, "edits": 20}),
+        }
+    )
+    r = harness.run(small, 2)
+    assert r["leaks"] == 0 and r["lost_acknowledged_writes"] == 0 and r["converged"]
+    rep = r["replicas"]
+    assert rep["swarms_joined"] >= 10 and rep["swarm_met"] > 0 and rep["swarm_banned"] >= 1
+    assert r["poisoned_frame_share"] == 0.0 and r["frames"] >= 16
