@@ -319,7 +319,7 @@ class Sync:
             s = _Session(s.nonce, now, frozenset(self._replica.boundary_ids()))
             self._sessions[peer] = s
         s.their_nonce = nonce
-        for bid in s.boundaries:
+        for bid in sorted(s.boundaries):  # fixed order: a simulated run must not depend on hashing
             link = _Link(bid, boundary_tag(bid, s.nonce, nonce))
             s.links[link.tag] = link
             s.by_bid[bid] = link

@@ -315,6 +315,14 @@ class Replica:
             self._save_bound(self._install(b.roster.ban(peer), admin=False))
             self.counters["swarm_banned"] += 1
 
+    def _writer_of(self, b: _Bound, oid: bytes) -> str:
+        """The writer of an object this node keeps ('' if it cannot be read)."""
+        obj = self.objects(b.boundary.id, [oid])
+        try:
+            return open_object(obj[0], b.keys, oid=oid).writer if obj else ""
+        except BadObject:
+            return ""
+
     def _replay(self) -> None:
         """Follow the journal from its start again: assets written before this node entered a boundary reach it."""
         self._jseq = 0
@@ -382,26 +390,30 @@ class Replica:
                 self._reseal(roster.boundary.id, gone)
 
     def _reseal(self, bid: bytes, gone: set[str]) -> None:
-        """Seal again, as this node's, every current snapshot of ``bid`` that a node just removed wrote.
+        """Seal again, as this node's, every current snapshot and tombstone of ``bid`` that a node just removed wrote.
 
         A member that adopted the removal refuses the removed node's objects; a member that had not yet adopted it
         may have taken one (the removed node's last writes, or a merge it sealed), and it would be the only one ever
         to hold that state. Sealed again by a current member, the state reaches the others and the boundary
-        converges. Revocation stays forward-only: what the removed node wrote before every member knew of its removal
-        can spread, nothing it writes to a member that knows can. Costs one snapshot per such asset per member."""
+        converges (the same for an erasure it asked for). Revocation stays forward-only: what the removed node wrote
+        before every member knew of its removal can spread, nothing it writes to a member that knows can. Costs one
+        object per such asset per member."""
         b = self._bounds[bid]
         tx = _Txn()
         for (cb, id_), oid in sorted(self._current.items()):
-            if cb != bid:
-                continue
-            obj = self.objects(bid, [oid])
-            try:
-                writer = open_object(obj[0], b.keys, oid=oid).writer if obj else ""
-            except BadObject:
-                continue
-            doc = self._doc(tx, bid, id_) if writer in gone else None
+            doc = self._doc(tx, bid, id_) if cb == bid and self._writer_of(b, oid) in gone else None
             if doc is not None:
                 self._seal_snapshot(tx, bid, id_, doc)
+                self.counters["resealed"] += 1
+        tombs = sorted((o.seq, oid) for oid, o in self._objs.items() if o.bid == bid and o.flag == TOMB)
+        for _, oid in tombs:
+            if self._writer_of(b, oid) in gone:
+                id_ = self._objs[oid].asset
+                new, obj = seal_object(
+                    b.boundary, b.roster.epoch, b.keys[b.roster.epoch], self.identity, TOMBSTONE, id_, b"", self.entropy
+                )
+                self._seq += 1
+                self._put_obj(tx, new, _Obj(bid, self._seq, TOMB, id_), obj)
                 self.counters["resealed"] += 1
         if tx.meta:
             self.store.write_meta(tx.meta)

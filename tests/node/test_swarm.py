@@ -190,3 +190,31 @@ def test_a_removed_writers_last_state_held_by_a_lagging_member_still_converges()
     assert w.holds(a, late)  # through b's own snapshot: a took nothing signed by c
     assert ra.writers(bid, late) == (rb.node_id,)
     assert ra.node.store.get(late).payload == rb.node.store.get(late).payload
+
+
+def test_an_erasure_by_a_removed_member_reaches_those_that_refused_it() -> None:
+    """The same for a tombstone: the removed node's erasure, taken by a lagging member, is sealed again by it on
+    adopting the removal, so the members that refused the removed node's tombstone erase the asset too."""
+    w = World(3, seed=9)
+    a, b, c = w.names
+    ra, rb, rc = (w.reps[n] for n in w.names)
+    bid = ra.create("devices", "alice-devices", "alice", 1).id
+    for r in (rb, rc):
+        ra.invite(bid, r.node_id, "member", 1)
+        r.join(ra.roster(bid), 1)
+    draft = {**_draft("the old wifi password"), "privacy_scope": "user_private"}
+    draft["replication_policy"] = "trusted_devices"
+    (id_,) = ra.node.put([draft], w.now())
+    w.net.connect(a, b)
+    w.net.connect(b, c)
+    w.settle()
+    assert all(w.holds(n, id_) for n in w.names)
+    w.net.disconnect(a, b)
+    ra.remove(bid, rc.node_id, w.now())  # a knows; b and c do not yet
+    rc.node.delete(id_, w.now())  # c, removed, erases it
+    w.settle()
+    assert not w.holds(b, id_) and w.holds(a, id_)
+    w.net.connect(a, b)
+    w.net.run_for(120 * US_PER_S)
+    assert rb.roster_of(bid).epoch == 2 and rb.counters["resealed"] >= 1
+    assert not w.holds(a, id_)

@@ -5,6 +5,9 @@ determinism, the scenario schema, and the ``python -m simulations run`` command.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +206,23 @@ def test_the_public_swarm_scenario_keeps_private_memory_out_and_bans_forgers() -
     rep = r["replicas"]
     assert rep["swarms_joined"] >= 10 and rep["swarm_met"] > 0 and rep["swarm_banned"] >= 1
     assert r["poisoned_frame_share"] == 0.0 and r["frames"] >= 16
+
+
+def test_a_seed_replays_in_another_process(tmp_path: Path) -> None:
+    """A failure's seed must reproduce it in a new process, whose string hashing differs: the digest of a run with
+    nodes in two boundaries (a swarm and a user's devices) is the same under four hash seeds."""
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(
+        'name = "tiny"\nseconds = 6\n[network]\ndrop = 0.05\nreorder = 0.1\n'
+        '[[boundaries]]\nname = "pub"\nkind = "public"\nmembers = 4\ninclude = ["dev"]\n'
+        '[[boundaries]]\nname = "dev"\nkind = "devices"\nmembers = 3\n'
+        "[workload]\nassets = 40\nedits = 6\ndeletes = 4\nhistory_days = 2\n"
+    )
+    digests = []
+    for hash_seed in ("1", "2", "3", "4"):
+        out = tmp_path / f"r{hash_seed}.json"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        cmd = [sys.executable, "-m", "gaml.simulations", "run", "--scenario", str(scenario), "--seed", "3"]
+        subprocess.run([*cmd, "--json", str(out)], env=env, check=True, capture_output=True, timeout=300)
+        digests.append(json.loads(out.read_text())["trace_digest"])
+    assert len(set(digests)) == 1, digests
