@@ -62,7 +62,7 @@ from gaml.policy.errors import GamlError, NotFound
 from gaml.policy.keychain import MemoryKeychain
 from gaml.simulations.errors import InvariantBroken
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
-from gaml.simulations.nodes import make_node
+from gaml.simulations.nodes import draft, make_node
 from gaml.simulations.scenario import BoundaryShape, Scenario
 
 HOUR_US: Final = 3_600 * US_PER_S
@@ -111,33 +111,8 @@ class Instance:
         return self.kind != "devices"
 
     def draft(self, text: str, **payload: Any) -> dict[str, Any]:
-        if self.kind == "public":
-            return {
-                "owner_id": "commons",
-                "privacy_scope": "public",
-                "replication_policy": "public_swarm",
-                "asset_type": "fact",
-                "payload": {"text": text, **payload},
-            }
-        if self.kind == "devices":
-            return {
-                "owner_id": self.label,
-                "privacy_scope": "user_private",
-                "replication_policy": "trusted_devices",
-                "asset_type": "fact",
-                "payload": {"text": text, **payload},
-            }
-        scope, policy = (
-            ("enterprise_private", "private_subnet") if self.kind == "subnet" else ("tenant_private", "tenant_nodes")
-        )
-        return {
-            "owner_id": f"{self.label}-kb",
-            "tenant_scope": self.label,
-            "privacy_scope": scope,
-            "replication_policy": policy,
-            "asset_type": "fact",
-            "payload": {"text": text, **payload},
-        }
+        owner = f"{self.label}-kb" if self.kind in ("subnet", "tenant") else ""
+        return draft(self.kind, self.label, {"text": text, **payload}, owner)
 
 
 @dataclasses.dataclass
@@ -331,7 +306,7 @@ class World:
         self.writes: dict[str, Write] = {}
         self.local: dict[str, str] = {}  # local-only asset id -> its writer
         self.drafts: dict[str, dict[str, Any]] = {}
-        self.deleted: set[str] = set()
+        self.deleted: dict[str, str] = {}  # asset id -> the member that deleted it
         self.forged_ids: set[str] = set()
         self.poison: dict[str, tuple[str, str]] = {}  # asset id -> (instance, slot subject)
         self.honest_claims: dict[str, tuple[str, str]] = {}
@@ -651,7 +626,7 @@ class World:
         if kind == "delete":
             m = rng.choice(holders)
             self.hosts[m].replica.node.delete(id_, self.hosts[m].now())
-            self.deleted.add(id_)
+            self.deleted[id_] = m
             self._log("delete", m, id_)
             return
         for m in rng.sample(holders, k=min(2, len(holders))):
@@ -856,11 +831,17 @@ class World:
     def required(self, inst: Instance) -> set[str]:
         """What every remaining member must hold in the end: acknowledged writes to the boundary, not deleted, by
         nodes that are not :meth:`outcast` there."""
+        unsure = self.unsure(inst)
+        return {id_ for id_, w in self.writes.items() if w.inst == inst.name and id_ not in self.deleted} - unsure
+
+    def unsure(self, inst: Instance) -> set[str]:
+        """Assets of the boundary nothing guarantees either way: written, or deleted, by an :meth:`outcast` (a
+        member removed before its write or its tombstone reached anyone else took them with it)."""
         out = self.outcast(inst)
         return {
             id_
             for id_, w in self.writes.items()
-            if w.inst == inst.name and id_ not in self.deleted and w.writer not in out
+            if w.inst == inst.name and (w.writer in out or self.deleted.get(id_) in out)
         }
 
     def outcast(self, inst: Instance) -> set[str]:
@@ -879,17 +860,13 @@ class World:
         exact = True
         for inst in self.instances:
             need = self.required(inst)
-            out = self.outcast(inst)
+            out, unsure = self.outcast(inst), self.unsure(inst)
             for m in inst.members:
                 if m in out:
                     continue
                 h = self.hosts[m]
                 live = set(h.replica.node.store.live_ids()) if h.up else set()
-                mine = {
-                    i
-                    for i in live
-                    if i in self.writes and self.writes[i].inst == inst.name and self.writes[i].writer not in out
-                }
+                mine = {i for i in live if i in self.writes and self.writes[i].inst == inst.name} - unsure
                 have += len(mine & need)
                 total += len(need)
                 if mine != need or not h.up:

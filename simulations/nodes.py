@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from gaml.crdt.sync import Sync
 from gaml.node.core.embed import HashEmbedder
@@ -35,6 +36,21 @@ def make_node(
     return Node(store, HashEmbedder(dim))
 
 
+def draft(kind: str, label: str, payload: Mapping[str, Any], owner: str = "") -> dict[str, Any]:
+    """A fact whose policy reaches a boundary of ``kind``: a user's ``devices`` (labelled by the owner), a ``subnet``
+    or a ``tenant`` (labelled by the tenant; ``owner`` owns it), or the ``public`` swarm."""
+    if kind == "public":
+        head = {"owner_id": owner or "commons", "privacy_scope": "public", "replication_policy": "public_swarm"}
+    elif kind == "devices":
+        head = {"owner_id": label, "privacy_scope": "user_private", "replication_policy": "trusted_devices"}
+    else:
+        scope, policy = (
+            ("enterprise_private", "private_subnet") if kind == "subnet" else ("tenant_private", "tenant_nodes")
+        )
+        head = {"owner_id": owner, "tenant_scope": label, "privacy_scope": scope, "replication_policy": policy}
+    return {**head, "asset_type": "fact", "payload": dict(payload)}
+
+
 class SyncEndpoint:
     """A node's sync engine on the simulated network, which speaks of names where the engine speaks of node ids.
     ``name_of``: node id -> name; ``replicas``: name -> replica (both the world's, filled before the network runs)."""
@@ -61,4 +77,4 @@ class SyncEndpoint:
         return self._out(self.sync.tick(now))
 
 
-__all__ = ["SyncEndpoint", "make_node"]
+__all__ = ["SyncEndpoint", "draft", "make_node"]

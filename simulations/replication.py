@@ -28,7 +28,7 @@ from gaml.node.core.replica import Replica, record_of
 from gaml.policy import crypto
 from gaml.policy.errors import NotFound
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
-from gaml.simulations.nodes import SyncEndpoint, make_node
+from gaml.simulations.nodes import SyncEndpoint, draft, make_node
 
 # Times are microseconds, the unit of ``now`` in the core (asset times) and in the daemon.
 RETRY_US: Final = 1 * US_PER_S
@@ -61,26 +61,8 @@ class Group:
 
     def draft(self, rng: random.Random, n: int) -> dict[str, Any]:
         text = f"{self.name} note {n}: " + " ".join(rng.choice(WORDS) for _ in range(12))
-        if self.kind == "devices":
-            return {
-                "owner_id": self.label,
-                "privacy_scope": "user_private",
-                "replication_policy": "trusted_devices",
-                "asset_type": "fact",
-                "payload": {"text": text, "n": n},
-            }
-        scope, policy = (
-            ("enterprise_private", "private_subnet") if self.kind == "subnet" else ("tenant_private", "tenant_nodes")
-        )
-        owner = rng.choice(("bob", "carol")) if self.kind == "subnet" else "dave"
-        return {
-            "owner_id": owner,
-            "tenant_scope": self.label,
-            "privacy_scope": scope,
-            "replication_policy": policy,
-            "asset_type": "fact",
-            "payload": {"text": text, "n": n},
-        }
+        owner = "" if self.kind == "devices" else rng.choice(("bob", "carol")) if self.kind == "subnet" else "dave"
+        return draft(self.kind, self.label, {"text": text, "n": n}, owner)
 
 
 WORDS: Final = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo")

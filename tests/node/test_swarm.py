@@ -165,19 +165,28 @@ def test_the_swarm_refuses_what_does_not_belong() -> None:
         rep.offer_roster(bid, descriptor("another"), "ab" * 32, 0)
 
 
+def _three_devices(w: World) -> tuple[Replica, Replica, Replica, bytes]:
+    """A user's three devices in one boundary, administered by the first."""
+    ra, rb, rc = (w.reps[n] for n in w.names)
+    bid = ra.create("devices", "alice-devices", "alice", 1).id
+    for r in (rb, rc):
+        ra.invite(bid, r.node_id, "member", 1)
+        r.join(ra.roster(bid), 1)
+    return ra, rb, rc, bid
+
+
+def _device_draft(text: str) -> dict[str, Any]:
+    return _draft(text, privacy_scope="user_private", replication_policy="trusted_devices")
+
+
 def test_a_removed_writers_last_state_held_by_a_lagging_member_still_converges() -> None:
     """(A signed boundary, found by the scenario harness.) A member that had not yet adopted a removal takes what the
     removed node wrote; the members that adopted it refuse that node's objects. On adopting the removal, the lagging
     member seals those states again as its own, so every member converges on them."""
     w = World(3)
     a, b, c = w.names
-    ra, rb, rc = (w.reps[n] for n in w.names)
-    bid = ra.create("devices", "alice-devices", "alice", 1).id
-    for r in (rb, rc):
-        ra.invite(bid, r.node_id, "member", 1)
-        r.join(ra.roster(bid), 1)
-    draft = {**_draft("the spare key is under the mat"), "privacy_scope": "user_private"}
-    draft["replication_policy"] = "trusted_devices"
+    ra, rb, rc, bid = _three_devices(w)
+    draft = _device_draft("the spare key is under the mat")
     ra.remove(bid, rc.node_id, w.now())  # a knows; b and c do not yet
     (late,) = rc.node.put([draft], w.now())  # c, removed, writes
     w.net.connect(b, c)
@@ -197,13 +206,8 @@ def test_an_erasure_by_a_removed_member_reaches_those_that_refused_it() -> None:
     adopting the removal, so the members that refused the removed node's tombstone erase the asset too."""
     w = World(3, seed=9)
     a, b, c = w.names
-    ra, rb, rc = (w.reps[n] for n in w.names)
-    bid = ra.create("devices", "alice-devices", "alice", 1).id
-    for r in (rb, rc):
-        ra.invite(bid, r.node_id, "member", 1)
-        r.join(ra.roster(bid), 1)
-    draft = {**_draft("the old wifi password"), "privacy_scope": "user_private"}
-    draft["replication_policy"] = "trusted_devices"
+    ra, rb, rc, bid = _three_devices(w)
+    draft = _device_draft("the old wifi password")
     (id_,) = ra.node.put([draft], w.now())
     w.net.connect(a, b)
     w.net.connect(b, c)
