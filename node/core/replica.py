@@ -356,6 +356,7 @@ class Replica:
         roster, key = roster_remove(b.roster, node, admin, self._epoch_keys(b), now, self.entropy)
         del key  # sealed in the roster to every remaining member, this node included: _install takes it from there
         self._save_bound(self._install(roster, admin=True))
+        self._reseal(bid, {node})  # the admin, too, may hold the removed node's last states that no one else has
         return roster
 
     def join(self, data: bytes, now: int) -> Boundary:

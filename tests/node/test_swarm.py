@@ -222,3 +222,19 @@ def test_an_erasure_by_a_removed_member_reaches_those_that_refused_it() -> None:
     w.net.run_for(120 * US_PER_S)
     assert rb.roster_of(bid).epoch == 2 and rb.counters["resealed"] >= 1
     assert not w.holds(a, id_)
+
+
+def test_the_admin_that_removes_a_member_seals_again_what_only_it_took_from_it() -> None:
+    w = World(3, seed=11)
+    a, b, c = w.names
+    ra, rb, rc, bid = _three_devices(w)
+    (late,) = rc.node.put([_device_draft("the boiler was serviced in march")], w.now())
+    w.net.connect(a, c)
+    w.settle()
+    assert w.holds(a, late) and not w.holds(b, late)
+    ra.remove(bid, rc.node_id, w.now())  # b learns of the removal with the roster, then refuses c's objects
+    w.net.disconnect(a, c)
+    w.net.connect(a, b)
+    w.settle()
+    assert ra.counters["resealed"] >= 1 and w.holds(b, late)
+    assert rb.writers(bid, late) == (ra.node_id,)
