@@ -702,6 +702,7 @@ class Replica:
         if b.roster.role(self.node_id) == "relay":
             return self._carry(b, objs, given)
         forged = self.counters["rejected_forged"]
+        self._deferred.clear()
         try:
             accepted, rejected = self._accept(b, objs, given, now)
         except BaseException:
@@ -765,9 +766,15 @@ class Replica:
             return "route"
         if oid is None:
             oid = object_id(obj)
-        if b.keys and epoch > max(b.keys) and b.roster.role(self.node_id) == "member":
+        if (
+            b.keys
+            and epoch > max(b.keys)
+            and b.roster.role(self.node_id) == "member"
+            and not isinstance(b.roster, Swarm)
+        ):
             # Sealed under an epoch this node has no key of yet: the roster that brings it is on its way (it is
-            # sent beside the objects, and may arrive after them). Not a forgery; the engine asks for it again.
+            # sent beside the objects, and may arrive after them). Not a forgery; the engine asks for it again. (A
+            # swarm has one epoch, ever: there such an object is forged, and counts against its sender.)
             self._deferred.add(oid)
             return "early"
         if oid in self._objs:

@@ -122,10 +122,12 @@ def test_a_forger_is_banned_after_its_strikes() -> None:
     rep_b = w.reps[b]
     forger = w.reps[a].node_id
     # Objects on the swarm's route, sealed under its key, each naming b as its writer with a signature that is not b's.
-    header = objects.MAGIC + swarm_boundary(SWARM).route + (1).to_bytes(4, "big")
+    # The last claims an epoch the swarm never has: in a swarm that is a forgery too, not an object to wait for.
     victim = bytes.fromhex(rep_b.node_id)
     junk = []
     for i in range(STRIKES_TO_BAN):
+        epoch = 2 if i == STRIKES_TO_BAN - 1 else 1
+        header = objects.MAGIC + swarm_boundary(SWARM).route + epoch.to_bytes(4, "big")
         body = objects.SNAPSHOT + bytes([i]) * 16 + b"not automerge"
         sealed = crypto.seal(swarm_key(SWARM), victim + bytes(64) + body, header, crypto.SeededEntropy(i))
         junk.append(header + sealed)
