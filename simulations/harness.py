@@ -924,7 +924,8 @@ def run(scenario: Scenario, seed: int) -> dict[str, Any]:
         upto = min(end, start + (s + 1) * step_us)
         while True:
             due = [p for p in w.pending if p[0] <= upto]
-            nxt_event = events[k][0] if k < len(events) and events[k][0] < upto else None
+            last = upto == end  # the last step takes what falls on the end too (a fault at ``seconds``)
+            nxt_event = events[k][0] if k < len(events) and (events[k][0] < upto or last) else None
             nxt_pending = min((p[0] for p in due), default=None)
             if nxt_event is None and nxt_pending is None:
                 break
