@@ -226,3 +226,18 @@ def test_a_seed_replays_in_another_process(tmp_path: Path) -> None:
         subprocess.run([*cmd, "--json", str(out)], env=env, check=True, capture_output=True, timeout=300)
         digests.append(json.loads(out.read_text())["trace_digest"])
     assert len(set(digests)) == 1, digests
+
+
+def test_a_fault_at_the_last_instant_of_the_workload_happens() -> None:
+    sc = parse(
+        {
+            "name": "edge",
+            "seconds": 4,
+            "boundaries": [{"name": "d", "kind": "devices", "members": 3}],
+            "workload": {"assets": 20},
+            "faults": [{"at": 4, "kind": "crash", "nodes": 1, "for_seconds": 2}],
+            "checks": {"step_seconds": 2},
+        }
+    )
+    r = harness.run(sc, 1)
+    assert r["harness"]["fault_crash"] == 1 and r["harness"]["restarts"] == 1 and r["converged"]
