@@ -21,7 +21,7 @@ A scenario in outline (every table but ``boundaries`` may be left out)::
     members = 12                  # the first is the admin
     relays = 2                    # relays carry ciphertext only
 
-    [workload]                    # counts spread evenly over `seconds`
+    [workload]                    # counts, at uniformly random times within `seconds`
     assets = 2000
 
     [[faults]]
@@ -101,7 +101,7 @@ class BoundaryShape(_Strict):
 
 
 class Workload(_Strict):
-    """What the members do, as counts spread evenly over the scenario's seconds."""
+    """What the members do: counts, each event at a uniformly random time within the scenario's seconds."""
 
     assets: Count = 1000  # puts that replicate
     local_only: Count = 0  # puts that must never leave their writer
