@@ -954,20 +954,14 @@ class Replica:
         """The writers of the snapshots of an asset this node keeps, for a store replicated before writers were
         recorded (kept in memory: a read path writes nothing). Empty for a local write not sealed yet."""
         b = self._bounds.get(bid)
-        out: set[str] = set()
         if b is None:
-            return out
-        oids = sorted(
+            return set()
+        oids = (
             o
             for o in self._by_asset.get(asset_id, ())
             if self._objs[o].bid == bid and self._objs[o].flag in (CURRENT, SEEN)
         )
-        for oid in oids:
-            for obj in self.objects(bid, [oid]):  # nothing for an object whose bytes are gone
-                try:
-                    out.add(open_object(obj, b.keys, oid=oid).writer)
-                except BadObject:
-                    continue
+        out = {self._writer_of(b, oid) for oid in oids} - {""}  # "": its bytes are gone, or it does not open
         if out:
             self._writers[(bid, asset_id)] = out
         return out

@@ -51,6 +51,10 @@ class World:
     def now(self) -> int:
         return self.net.clock.now()
 
+    def join(self, *names: str) -> None:
+        for name in names:
+            self.reps[name].join_swarm(SWARM, self.now())
+
     def settle(self) -> None:
         assert self.net.run_until_quiet(self.now() + 300 * US_PER_S, 12 * US_PER_S)
 
@@ -65,8 +69,7 @@ class World:
 def test_public_memory_travels_the_swarm_and_nothing_else_does() -> None:
     w = World(4)
     a, b, c, d = w.names
-    for n in (a, b, c):
-        w.reps[n].join_swarm(SWARM, w.now())
+    w.join(a, b, c)
     for i, x in enumerate(w.names):
         for y in w.names[i + 1 :]:
             w.net.connect(x, y)
@@ -94,8 +97,7 @@ def test_public_memory_travels_the_swarm_and_nothing_else_does() -> None:
 def test_only_an_assets_authors_change_it_and_a_restart_keeps_the_view() -> None:
     w = World(3)
     a, b, c = w.names
-    for n in w.names:
-        w.reps[n].join_swarm(SWARM, w.now())
+    w.join(*w.names)
     w.net.connect(a, b)
     w.net.connect(b, c)
     (id_,) = w.reps[a].node.put([_draft("the library closes at six")], w.now())
@@ -116,8 +118,7 @@ def test_only_an_assets_authors_change_it_and_a_restart_keeps_the_view() -> None
 def test_a_forger_is_banned_after_its_strikes() -> None:
     w = World(2)
     a, b = w.names
-    for n in w.names:
-        w.reps[n].join_swarm(SWARM, w.now())
+    w.join(*w.names)
     bid = swarm_boundary(SWARM).id
     rep_b = w.reps[b]
     forger = w.reps[a].node_id
@@ -141,8 +142,7 @@ def test_a_forger_is_banned_after_its_strikes() -> None:
 def test_swarm_consensus_weighs_each_peer_by_its_age_in_this_view() -> None:
     w = World(3)
     a, b, c = w.names
-    for n in w.names:
-        w.reps[n].join_swarm(SWARM, w.now())
+    w.join(*w.names)
     w.net.connect(a, b)
     w.net.connect(a, c)
     w.settle()
