@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim sim-long sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim sim-long sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -110,6 +110,9 @@ bench-poison: $(STAMP) ## the poisoning benchmark (50 nodes, real core, consensu
 
 bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync of N (default 10000) assets, wire bytes, change latency
 	$(BIN)/python -m gaml.bench.replication_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
+
+bench-peer-reads: $(STAMP) ## three daemons on loopback: hydration p50/p99 asking peers (deadline 500 ms) vs local, and with a silent peer
+	$(BIN)/python -m gaml.bench.peer_read_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
 
 bench-locomo: $(STAMP) ## LoCoMo dev set: what hydrated frames hold (answer held, evidence held, coverage) vs BM25, dense, fused turns and an oracle at BUDGETS tokens; writes bench/results/
 	$(BIN)/python -m gaml.bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json

@@ -34,6 +34,15 @@ Why these rules:
 - **Bounded.** One outstanding Have batch per (peer, boundary) of at most ``batch`` ids; a Need is capped at that
   Have's ids; Send frames are at most ``max_send_bytes`` (or one object, when it alone is larger), and one call
   emits at most :data:`SEND_FRAMES_PER_STEP` of them per link, the rest on later ticks.
+
+**Peer reads** (``Ask`` → ``Answer``): :meth:`Sync.ask` asks up to ``fan_out`` peers, on every listed boundary that
+is open for them, for the objects that best match a text (the replica ranks them: ``ObjectStore.answer``). They are
+asked only on open boundaries (so only members that may hold those objects hear the text), the answer is matched to
+the ask by its id, peer and boundary, and its objects go through ``ObjectStore.accept`` like any Send: verified before
+they count, and stored (a peer read also replicates what it brings). An answer that nobody asked for, or that comes
+after :meth:`Sync.finish`, is dropped and counted. A peer may have at most :data:`ASKS_PER_WINDOW` asks answered per
+``retry_after``; beyond that it gets an empty answer (counted as refused), so a member cannot make another rank for
+it without end.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from typing import Final, Protocol
 from gaml.crdt import wire
 from gaml.crdt.errors import BadMessage, SyncError
 from gaml.crdt.objects import object_id
-from gaml.crdt.wire import Ack, Have, Hello, Message, Need, Roster, Send, Tags
+from gaml.crdt.wire import Ack, Answer, Ask, Have, Hello, Message, Need, Roster, Send, Tags
 from gaml.policy.crypto import Entropy, keyed_hash
 from gaml.policy.errors import GamlError, StoreError
 
@@ -59,6 +68,7 @@ FETCH_IDS: Final = 32  # ids per replica.objects call while sending
 ANNOUNCE_SKIPS_MAX: Final = 64  # log stretches without current objects skipped per announcement (a bounded loop)
 BACKOFF_MAX: Final = 3  # the n-th resend of an unanswered roster or Have waits retry_after * 2**min(n, this)
 MIN_SEND_BYTES: Final = wire.SEND_BASE_BYTES + FETCH_IDS * wire.ID_BYTES  # room for one fetch's missing ids
+ASKS_PER_WINDOW: Final = 32  # asks one peer may have answered per retry_after; the rest get an empty answer
 
 
 class ObjectStore(Protocol):
@@ -108,6 +118,11 @@ class ObjectStore(Protocol):
         """How far in my log of ``bid`` the peer has acknowledged (persisted)."""
         ...
 
+    def answer(self, bid: bytes, text: str, k: int) -> list[bytes]:
+        """A peer read: the bytes of up to ``k`` current objects of ``bid`` whose assets best match ``text``, best
+        first (none where this node cannot open the boundary's objects: a relay)."""
+        ...
+
     def set_cursor(self, bid: bytes, peer: str, upto: int) -> None: ...
 
 
@@ -133,6 +148,10 @@ class PeerStats:
     objects_rejected: int = 0
     objects_deferred: int = 0  # could not be opened yet (a key on its way): asked for again, not acknowledged
     objects_unrequested: int = 0  # received without being needed (duplicates, stale batches): dropped
+    asks_sent: int = 0  # peer reads sent to this peer (one per boundary)
+    answers_received: int = 0  # answers to them that arrived in time
+    asks_answered: int = 0  # the peer's reads this node answered
+    asks_refused: int = 0  # … and answered empty: over ASKS_PER_WINDOW
     open_boundaries: int = 0
 
 
@@ -192,6 +211,38 @@ class _Link:
         self.inc = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answered:
+    """One peer's answer to a peer read on one boundary."""
+
+    peer: str
+    bid: bytes
+    at: int  # when it arrived (``now`` of the call that received it)
+    oids: tuple[bytes, ...]  # the objects it returned, in its order (at most the ask's k)
+    new: int  # of them not held here before: given to the replica
+    accepted: int
+    rejected: int  # did not verify (a forged signature, another boundary's object, …): they count for nothing
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AskReport:
+    """What became of a peer read when it was finished: who was asked, who answered, who did not in time."""
+
+    qid: bytes
+    started: int
+    asked: tuple[tuple[str, bytes], ...]  # (peer, boundary), in the order asked
+    answers: tuple[Answered, ...]  # in arrival order
+    unanswered: tuple[tuple[str, bytes], ...]  # asked, no answer by the finish
+
+
+@dataclasses.dataclass(slots=True)
+class _Ask:
+    started: int
+    k: int
+    asked: dict[tuple[str, bytes], None]
+    answers: dict[tuple[str, bytes], Answered] = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass(slots=True)
 class _Session:
     nonce: bytes
@@ -228,6 +279,8 @@ class Sync:
         self._retry_after = retry_after
         self._sessions: dict[str, _Session] = {}
         self._counts: dict[str, dict[str, int]] = {}
+        self._asks: dict[bytes, _Ask] = {}  # peer reads this node started and has not finished, by qid
+        self._asked_of_me: dict[str, tuple[int, int]] = {}  # peer -> (its window's start, asks answered in it)
 
     # -- events ----------------------------------------------------------------------------------------------------
 
@@ -272,8 +325,12 @@ class Sync:
                     self._on_need(peer, link, msg, now, out)
                 elif isinstance(msg, Send):
                     self._on_send(peer, link, msg, now, out)
-                else:
+                elif isinstance(msg, Ack):
                     self._on_ack(peer, link, msg, now, out)
+                elif isinstance(msg, Ask):
+                    self._on_ask(peer, link, msg, now, out)
+                else:
+                    self._on_answer(peer, link, msg, now)
         return out
 
     def tick(self, now: int) -> list[Effect]:
@@ -295,6 +352,102 @@ class Sync:
                 if link.common:
                     self._tick_link(peer, link, now, out)
         return out
+
+    # -- peer reads --------------------------------------------------------------------------------------------------
+
+    def ask(
+        self, qid: bytes, text: str, k: int, bids: Sequence[bytes], fan_out: int, now: int
+    ) -> tuple[list[Effect], list[tuple[str, bytes]]]:
+        """Start peer read ``qid``: ask up to ``fan_out`` peers for ``k`` objects matching ``text`` on each of
+        ``bids`` open for them now. The peers are taken in an order drawn from ``qid`` (repeated reads spread over a
+        boundary's members). Returns the frames and the (peer, boundary) pairs asked; none when no peer is open on
+        any of ``bids``. Finish it with :meth:`finish`."""
+        if len(qid) != wire.QID_BYTES or qid in self._asks:
+            raise SyncError(f"a peer read needs a fresh {wire.QID_BYTES}-byte id")
+        if not 1 <= k <= wire.MAX_ASK_K or fan_out < 1:
+            raise SyncError(f"a peer read asks for 1..{wire.MAX_ASK_K} objects of at least one peer")
+        wanted = sorted(set(bids))
+        order = sorted(self._sessions, key=lambda p: (keyed_hash(qid, p.encode(), 8), p))
+        asked: dict[tuple[str, bytes], None] = {}
+        out: list[Effect] = []
+        peers = 0
+        for peer in order:
+            s = self._sessions[peer]
+            links = [s.by_bid[b] for b in wanted if b in s.by_bid and self._is_open(peer, s.by_bid[b])]
+            if not links:
+                continue
+            for link in links:
+                asked[(peer, link.bid)] = None
+                self._count(peer)["asks_sent"] += 1
+                self._emit(peer, Ask(link.tag, qid, k, text), out)
+            peers += 1
+            if peers == fan_out:
+                break
+        self._asks[qid] = _Ask(now, k, asked)
+        return out, list(asked)
+
+    def pending(self, qid: bytes) -> int:
+        """How many of the read's (peer, boundary) asks have no answer yet (0 for a read not started)."""
+        a = self._asks.get(qid)
+        return 0 if a is None else len(a.asked) - len(a.answers)
+
+    def finish(self, qid: bytes) -> AskReport:
+        """End a peer read (an answer after this is dropped) and say what became of it."""
+        a = self._asks.pop(qid, None)
+        if a is None:
+            raise SyncError("no such peer read")
+        unanswered = tuple(key for key in a.asked if key not in a.answers)
+        return AskReport(qid, a.started, tuple(a.asked), tuple(a.answers.values()), unanswered)
+
+    def _on_ask(self, peer: str, link: _Link, msg: Ask, now: int, out: list[Effect]) -> None:
+        c = self._count(peer)
+        start, n = self._asked_of_me.get(peer, (now, 0))
+        if now - start >= self._retry_after:
+            start, n = now, 0
+        self._asked_of_me[peer] = (start, n + 1)
+        if n >= ASKS_PER_WINDOW:
+            c["asks_refused"] += 1
+            self._emit(peer, Answer(link.tag, msg.qid, ()), out)
+            return
+        objs: list[bytes] = []
+        size = wire.SEND_BASE_BYTES + wire.QID_BYTES
+        for obj in self._replica.answer(link.bid, msg.text, msg.k)[: msg.k]:
+            cost = wire.send_object_cost(len(obj))
+            if len(obj) > wire.MAX_OBJECT_BYTES or (objs and size + cost > self._max_send_bytes):
+                break
+            objs.append(obj)
+            size += cost
+        c["asks_answered"] += 1
+        c["objects_sent"] += len(objs)
+        self._emit(peer, Answer(link.tag, msg.qid, tuple(objs)), out)
+
+    def _on_answer(self, peer: str, link: _Link, msg: Answer, now: int) -> None:
+        c = self._count(peer)
+        c["objects_received"] += len(msg.objects)
+        a = self._asks.get(msg.qid)
+        key = (peer, link.bid)
+        if a is None or key not in a.asked or key in a.answers:
+            c["stale_frames"] += 1
+            c["objects_unrequested"] += len(msg.objects)
+            return
+        c["answers_received"] += 1
+        objs = msg.objects[: a.k]
+        c["objects_unrequested"] += len(msg.objects) - len(objs)
+        got: dict[bytes, bytes] = {}
+        for obj in objs:
+            got.setdefault(object_id(obj), obj)
+        new = {oid: obj for oid, obj in got.items() if not self._replica.has(oid)}
+        accepted = rejected = 0
+        if new:
+            accepted, rejected = self._replica.accept(link.bid, list(new.values()), peer, now, oids=list(new))
+            c["objects_accepted"] += accepted
+            c["objects_rejected"] += rejected
+            c["objects_deferred"] += len(self._replica.deferred(list(new)))
+        a.answers[key] = Answered(peer, link.bid, now, tuple(got), len(new), accepted, rejected)
+
+    def peers(self) -> list[str]:
+        """The peers with a session now (connected), sorted."""
+        return sorted(self._sessions)
 
     def stats(self) -> dict[str, PeerStats]:
         """Per peer: counters since start, and how many boundaries are open for it now."""

@@ -17,6 +17,8 @@ Have     0x04  tag(16) | upto | n | id(32) * n
 Need     0x05  tag(16) | n | id(32) * n
 Send     0x06  tag(16) | n | (len | object) * n | m | id(32) * m     (the m ids are ``missing``)
 Ack      0x07  tag(16) | upto
+Ask      0x08  tag(16) | qid(8) | k | len | text (UTF-8)
+Answer   0x09  tag(16) | qid(8) | n | (len | object) * n
 =======  ====  =========================================================================================
 
 (``n``, ``m``, ``len`` and ``upto`` are varints.) :func:`decode` is strict and canonical: it accepts exactly the
@@ -27,6 +29,8 @@ bound what one frame can make a receiver allocate or do.
 What the fields mean is the sync engine's business (crdt/sync.py); in short: a tag names one boundary within one
 session (a keyed hash of the boundary id and both nonces), ``ack`` is a digest of the peer's roster that the sender
 holds, ``upto`` is a position in the sender's log, and ``missing`` lists needed ids the sender no longer holds.
+Ask and Answer are a peer read (a search or hydration that asks the boundary's members for candidates): ``qid``
+matches an Answer to its Ask, ``k`` caps the objects asked for, ``text`` is the goal.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ MAX_OBJECTS: Final = 4096  # objects in one Send
 MAX_OBJECT_BYTES: Final = 4 << 20  # equals crdt.objects.MAX_OBJECT_BYTES
 MAX_ROSTER_BYTES: Final = MAX_FRAME_BYTES - 2 - TAG_BYTES - ACK_BYTES  # a Roster fills at most one frame
 MAX_UPTO: Final = (1 << 64) - 1  # log positions are unsigned 64-bit
+QID_BYTES: Final = 8  # a peer read's id, drawn by the asker
+MAX_ASK_K: Final = 64  # objects one Ask may ask for
+MAX_ASK_TEXT_BYTES: Final = 16 << 10  # a goal, UTF-8 (a hydration goal is at most 8,000 characters)
 
 # An upper bound of a Send frame's bytes besides its objects and missing ids (version, kind, tag, two counts).
 SEND_BASE_BYTES: Final = 2 + TAG_BYTES + 3 + 3
@@ -61,6 +68,8 @@ HAVE: Final = 0x04
 NEED: Final = 0x05
 SEND: Final = 0x06
 ACK: Final = 0x07
+ASK: Final = 0x08
+ANSWER: Final = 0x09
 
 NO_ACK: Final = bytes(ACK_BYTES)  # the ack of a sender that holds no roster of the receiver yet
 
@@ -135,7 +144,28 @@ class Ack:
     upto: int
 
 
-Message = Hello | Tags | Roster | Have | Need | Send | Ack
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ask:
+    """A peer read: the sender asks for up to ``k`` objects of this boundary that best match ``text``."""
+
+    type: ClassVar[str] = "ask"
+    tag: bytes
+    qid: bytes
+    k: int
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer:
+    """The objects that answer the sender's Ask ``qid`` (possibly none)."""
+
+    type: ClassVar[str] = "answer"
+    tag: bytes
+    qid: bytes
+    objects: tuple[bytes, ...]
+
+
+Message = Hello | Tags | Roster | Have | Need | Send | Ack | Ask | Answer
 
 
 # -- encoding ------------------------------------------------------------------------------------------------------
@@ -187,22 +217,47 @@ def encode(msg: Message) -> bytes:
         return head + bytes((NEED,)) + msg.tag + _fixed_list(msg.ids, ID_BYTES, MAX_IDS, "ids")
     if isinstance(msg, Send):
         _check_fixed(msg.tag, TAG_BYTES, "tag")
-        if len(msg.objects) > MAX_OBJECTS:
-            raise BadMessage(f"a Send holds at most {MAX_OBJECTS} objects")
-        parts = [head, bytes((SEND,)), msg.tag, varint(len(msg.objects))]
-        for obj in msg.objects:
-            if not isinstance(obj, bytes) or len(obj) > MAX_OBJECT_BYTES:
-                raise BadMessage(f"an object is bytes of at most {MAX_OBJECT_BYTES}")
-            parts += (varint(len(obj)), obj)
+        parts = [head, bytes((SEND,)), msg.tag, _objects(msg.objects, MAX_OBJECTS)]
         parts.append(_fixed_list(msg.missing, ID_BYTES, MAX_IDS, "missing"))
-        frame = b"".join(parts)
-        if len(frame) > MAX_FRAME_BYTES:
-            raise BadMessage(f"a frame is at most {MAX_FRAME_BYTES} bytes")
-        return frame
+        return _frame(parts)
     if isinstance(msg, Ack):
         _check_fixed(msg.tag, TAG_BYTES, "tag")
         return head + bytes((ACK,)) + msg.tag + varint(msg.upto)
+    if isinstance(msg, Ask):
+        _check_fixed(msg.tag, TAG_BYTES, "tag")
+        _check_fixed(msg.qid, QID_BYTES, "qid")
+        if not isinstance(msg.k, int) or not 1 <= msg.k <= MAX_ASK_K:
+            raise BadMessage(f"an Ask asks for 1..{MAX_ASK_K} objects")
+        try:
+            text = msg.text.encode()
+        except (AttributeError, UnicodeEncodeError):
+            text = None
+        if not isinstance(text, bytes) or len(text) > MAX_ASK_TEXT_BYTES:
+            raise BadMessage(f"an Ask's text is a string of at most {MAX_ASK_TEXT_BYTES} UTF-8 bytes")
+        return head + bytes((ASK,)) + msg.tag + msg.qid + varint(msg.k) + varint(len(text)) + text
+    if isinstance(msg, Answer):
+        _check_fixed(msg.tag, TAG_BYTES, "tag")
+        _check_fixed(msg.qid, QID_BYTES, "qid")
+        return _frame([head, bytes((ANSWER,)), msg.tag, msg.qid, _objects(msg.objects, MAX_ASK_K)])
     raise BadMessage(f"not a sync message: {type(msg).__name__}")
+
+
+def _objects(objects: tuple[bytes, ...], limit: int) -> bytes:
+    if len(objects) > limit:
+        raise BadMessage(f"a frame holds at most {limit} objects")
+    parts = [varint(len(objects))]
+    for obj in objects:
+        if not isinstance(obj, bytes) or len(obj) > MAX_OBJECT_BYTES:
+            raise BadMessage(f"an object is bytes of at most {MAX_OBJECT_BYTES}")
+        parts += (varint(len(obj)), obj)
+    return b"".join(parts)
+
+
+def _frame(parts: list[bytes]) -> bytes:
+    frame = b"".join(parts)
+    if len(frame) > MAX_FRAME_BYTES:
+        raise BadMessage(f"a frame is at most {MAX_FRAME_BYTES} bytes")
+    return frame
 
 
 def _check_fixed(value: bytes, size: int, what: str) -> None:
@@ -265,6 +320,9 @@ class _Reader:
         blob = self.take(n * size)
         return tuple(blob[i : i + size] for i in range(0, n * size, size))
 
+    def objects(self, limit: int) -> tuple[bytes, ...]:
+        return tuple(self.take(self.varint(MAX_OBJECT_BYTES)) for _ in range(self.varint(limit)))
+
     def end(self) -> None:
         if self._pos != len(self._data):
             raise BadMessage("trailing bytes after the message")
@@ -298,10 +356,23 @@ def decode(frame: bytes | bytearray | memoryview) -> Message:
         msg = Need(r.take(TAG_BYTES), r.fixed_list(ID_BYTES, MAX_IDS))
     elif kind == SEND:
         tag = r.take(TAG_BYTES)
-        objects = tuple(r.take(r.varint(MAX_OBJECT_BYTES)) for _ in range(r.varint(MAX_OBJECTS)))
+        objects = r.objects(MAX_OBJECTS)
         msg = Send(tag, objects, r.fixed_list(ID_BYTES, MAX_IDS))
     elif kind == ACK:
         msg = Ack(r.take(TAG_BYTES), r.varint())
+    elif kind == ASK:
+        tag, qid = r.take(TAG_BYTES), r.take(QID_BYTES)
+        k = r.varint(MAX_ASK_K)
+        if k == 0:
+            raise BadMessage("an Ask asks for at least one object")
+        try:
+            text = r.take(r.varint(MAX_ASK_TEXT_BYTES)).decode()
+        except UnicodeDecodeError:
+            raise BadMessage("an Ask's text is not UTF-8") from None
+        msg = Ask(tag, qid, k, text)
+    elif kind == ANSWER:
+        tag, qid = r.take(TAG_BYTES), r.take(QID_BYTES)
+        msg = Answer(tag, qid, r.objects(MAX_ASK_K))
     else:
         raise BadMessage(f"unknown sync message kind 0x{kind:02x}")
     r.end()

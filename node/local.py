@@ -24,7 +24,7 @@ from gaml.node.core.api import (
 )
 from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
-from gaml.node.core.service import IngestFile, MemoryService, Progress, numbered
+from gaml.node.core.service import NO_PEERS_HERE, IngestFile, MemoryService, Progress, not_asked, numbered
 from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import PolicyError
 from gaml.policy.model import Asset, Level
@@ -88,7 +88,9 @@ class LocalMemory:
         return [Hit(r.asset, r.explain()) for r in self.service.search(self.caller, text, self._clock_us(), **options)]
 
     def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration:
-        return self.service.hydrate(self.caller, goal, budget, self._clock_us(), **options)
+        o = dict(options)
+        report = None if o.pop("peers", None) is None else not_asked(NO_PEERS_HERE)
+        return self.service.hydrate(self.caller, goal, budget, self._clock_us(), **o, peers=report)  # type: ignore[arg-type]
 
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         return self.service.ingest(self.caller, files, self._clock_us(), curate=curate, progress=self._progress)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from gaml.node.cli._common import now_us, open_store, progress, regular_file
 from gaml.node.cli.errors import PartlyCommitted
-from gaml.node.core.api import Memory
+from gaml.node.core.api import HydrateOptions, Memory
 from gaml.node.core.hydrate import Segment, parse_plane
 from gaml.node.core.node import Node, whose
-from gaml.node.core.service import IngestFile, MemoryService, forced_format_note
+from gaml.node.core.service import IngestFile, MemoryService, PeerRead, forced_format_note
 from gaml.node.core.text.parsers import detect, unterminated_last_line
 from gaml.node.home import (
     consensus_weights,
@@ -576,18 +576,20 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
             plane = parse_plane(load_json(Path(args.plane).read_text(encoding="utf-8"), f"--plane {args.plane}"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, InvalidInput) as e:
             raise InvalidInput(f"--plane {args.plane}: {e}") from None
+    options: HydrateOptions = {
+        "plane": plane,
+        "purpose": args.purpose,
+        "location": args.location,
+        "mode": args.mode,
+        "as_of": args.as_of or 0,
+        "counter": args.counter,
+    }
+    if args.profile is not None:
+        options["profile"] = args.profile
+    if args.peers:
+        options["peers"] = PeerRead(args.peer_deadline_ms, args.peer_fan_out, args.peer_k, tuple(args.peer_boundary))
     with _memory(args, args.as_, default=_hydration_principal, checkpoint=False) as mem:
-        out = mem.hydrate(
-            args.goal,
-            args.budget,
-            plane=plane,
-            purpose=args.purpose,
-            location=args.location,
-            mode=args.mode,
-            as_of=args.as_of or 0,
-            counter=args.counter,
-            **({"profile": args.profile} if args.profile is not None else {}),
-        )
+        out = mem.hydrate(args.goal, args.budget, **options)
     _print_hydration(out.to_json(), args)
 
 
@@ -604,6 +606,13 @@ def _print_hydration(out: dict[str, Any], args: argparse.Namespace) -> None:
         + f", {r['beyond']['relevant']} relevant items beyond the frame",
         file=sys.stderr,
     )
+    if "peers" in r:
+        p = r["peers"]
+        print(
+            f"peers: {len(p['asked'])} asked, {len(p['answered'])} answered, {len(p['timed_out'])} timed out"
+            + (f" ({p['why']})" if p.get("why") else ""),
+            file=sys.stderr,
+        )
 
 
 def cmd_forget(args: argparse.Namespace) -> None:

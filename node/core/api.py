@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.node import display_text
-from gaml.node.core.service import IngestFile
+from gaml.node.core.service import IngestFile, PeerRead
 from gaml.policy.access import Grant, Location, Permission
 from gaml.policy.model import Asset, AssetType, Level
 
@@ -109,6 +109,7 @@ class HydrateOptions(TypedDict, total=False):
     as_of: int
     counter: str  # heuristic (default), cl100k_base or o200k_base
     profile: int  # tokens for the profile at the head of the frame; absent: a tenth of the room, at most 200; 0: none
+    peers: PeerRead  # ask peers too (a running node's); the receipt's "peers" declares what they did
 
 
 class IntentOptions(TypedDict, total=False):
@@ -188,6 +189,7 @@ __all__ = [
     "HydrateOptions",
     "IntentOptions",
     "Memory",
+    "PeerRead",
     "SearchOptions",
     "Status",
 ]

@@ -51,9 +51,11 @@ from gaml.crdt.membership import remove as roster_remove
 from gaml.crdt.objects import SNAPSHOT, TOMBSTONE, object_id, open_object, peek, seal_object
 from gaml.crdt.swarm import STRIKES_TO_BAN, Swarm, check_descriptor
 from gaml.crdt.swarm import join as swarm_join
+from gaml.node.core.access.retrieve import SearchRequest
 from gaml.node.core.node import Node
 from gaml.node.core.store.store import OP_PUT, OP_TOMBSTONE, Records, Store
 from gaml.policy import crypto
+from gaml.policy.access import Permission
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, KeychainError, NotFound, StoreError
 from gaml.policy.model import Asset
 from gaml.policy.replication import PUBLIC, PUBLIC_LABEL, public, reach
@@ -171,6 +173,7 @@ class Replica:
         self._objs: dict[bytes, _Obj] = {}
         self._logs: dict[bytes, SortedDict] = {}
         self._current: dict[tuple[bytes, str], bytes] = {}  # (boundary, asset id) -> its current snapshot's id
+        self._in_bound: dict[bytes, set[str]] = {}  # boundary -> the assets of ``_current`` in it (for peer reads)
         self._by_asset: dict[str, set[bytes]] = {}  # asset id -> every object of it this node keeps
         self._gone: dict[str, set[bytes]] = {}  # asset id -> the boundaries whose tombstone of it this node holds
         self._erasing: dict[str, bytes] = {}  # erasures a received tombstone asks of this node, not yet done
@@ -206,7 +209,11 @@ class Replica:
         if o.flag in (CURRENT, TOMB):
             self._logs.setdefault(o.bid, SortedDict())[o.seq] = oid
         if o.flag == CURRENT and o.asset and o.bid not in self._gone.get(o.asset, ()):
-            self._current[(o.bid, o.asset)] = oid
+            self._set_current(o.bid, o.asset, oid)
+
+    def _set_current(self, bid: bytes, id_: str, oid: bytes) -> None:
+        self._current[(bid, id_)] = oid
+        self._in_bound.setdefault(bid, set()).add(id_)
 
     def _install(self, roster: Roster, *, admin: bool) -> _Bound:
         """Make ``roster`` this node's view of its boundary. A member's keys are the roster's (sealed to it: the
@@ -527,6 +534,32 @@ class Replica:
         self._deferred.clear()
         return out
 
+    def answer(self, bid: bytes, text: str, k: int) -> list[bytes]:
+        """A peer read (crdt.sync): the current snapshots of the ``k`` assets of boundary ``bid`` that best match
+        ``text`` by the node's relevance stage (dense and lexical, fused), best first. Only that boundary's current
+        snapshots are candidates, exactly what sync offers its members: never a tombstone, another boundary's asset
+        or a local-only one. A relay, which cannot open them, answers nothing."""
+        b = self._bounds.get(bid)
+        members = self._in_bound.get(bid)
+        if b is None or b.roster.role(self.node_id) != "member" or not members or not text.strip():
+            return []
+        keep: dict[bytes, set[str]] = {}
+        for part in self.store.partitions():
+            views = self.store.views(part.pid).views
+            ids = {i for i in members if i in views}
+            if ids:
+                keep[part.pid] = ids
+        req = SearchRequest(text, self.node_id, Permission.REPLICATE, 0, k=k)
+        ranked = self.node.retriever.relevance(req, keep, k).ranked
+        oids = [self._current[(bid, id_)] for id_, _, _ in ranked[:k] if (bid, id_) in self._current]
+        self.counters["answered"] += 1
+        return self.objects(bid, oids)
+
+    def asset_of_object(self, oid: bytes) -> str:
+        """The asset an object this node keeps is of ("" if it keeps none, or cannot open it: a relay)."""
+        o = self._objs.get(oid)
+        return "" if o is None else o.asset
+
     def cursor(self, bid: bytes, peer: str) -> int:
         """How far ``peer`` acknowledged this node's log of ``bid`` (kept in memory after the first read: the
         engine asks on every tick, and only :meth:`set_cursor` writes it)."""
@@ -624,7 +657,7 @@ class Replica:
             self._put_obj(tx, old, _Obj(o.bid, o.seq, SEEN, o.asset), None)
         self._seq += 1
         self._put_obj(tx, oid, _Obj(bid, self._seq, CURRENT, id_), obj)
-        self._current[(bid, id_)] = oid
+        self._set_current(bid, id_, oid)
 
     def _local_tombstone(self, id_: str, tx: _Txn) -> int:
         """A deletion here travels to every boundary the asset reached from this node, and to its boundary now."""
@@ -658,6 +691,7 @@ class Replica:
         tx.meta[self._name("repgone", id_)] = id_.encode() + b"".join(sorted(gone))
         tx.meta[self._doc_name(bid, id_)] = None
         self._current.pop((bid, id_), None)
+        self._in_bound.get(bid, set()).discard(id_)
         if self._writers.pop((bid, id_), None) is not None:
             tx.meta[self._name("repsrc", bid.hex() + id_)] = None
         for oid in sorted(self._by_asset.get(id_, ())):

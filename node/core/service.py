@@ -23,7 +23,7 @@ from typing import Any, Final, TypeVar
 from gaml.node.core.access.retrieve import Result, SearchRequest
 from gaml.node.core.consensus import Consensus, override_payload
 from gaml.node.core.errors import RateLimited
-from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment
+from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment, with_peers
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import ErasureReceipt, Ladder
 from gaml.node.core.node import Node
@@ -45,6 +45,40 @@ from gaml.policy.partitions import PartitionRef
 
 T = TypeVar("T")
 MAX_SEARCH_K: Final = 1000
+MAX_PEER_DEADLINE_MS: Final = 10_000
+MAX_PEER_FAN_OUT: Final = 16
+MAX_PEER_K: Final = 64  # crdt.wire.MAX_ASK_K
+NO_PEERS_HERE: Final = "no daemon runs on this store: only a running node (`gaml run`) has peers to ask"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PeerRead:
+    """Ask peers too (a peer read): the members of the boundaries that hold the caller's memory (or the named ones)
+    are asked for their ``k`` best candidates, and answers that arrive within ``deadline_ms`` are verified and stored
+    before the read runs. What they did is declared (a hydration's receipt, ``peers``)."""
+
+    deadline_ms: int = 500
+    fan_out: int = 3
+    k: int = 16
+    boundaries: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, top in (("deadline_ms", MAX_PEER_DEADLINE_MS), ("fan_out", MAX_PEER_FAN_OUT), ("k", MAX_PEER_K)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= top:
+                raise InvalidInput(f"a peer read's {name} is in [1, {top}], got {v!r}")
+        if not isinstance(self.boundaries, tuple) or not all(isinstance(b, str) and b for b in self.boundaries):
+            raise InvalidInput("a peer read's boundaries are names")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "boundaries": list(self.boundaries)}
+
+
+def not_asked(why: str) -> dict[str, Any]:
+    """The peer-read report of a read that could ask no peer, and why."""
+    return {"boundaries": [], "asked": [], "answered": [], "timed_out": [], "why": why}
+
+
 MAX_LOG_LIMIT: Final = 10_000
 DEFAULT_LOG_LIMIT: Final = 100
 MAX_SLOT_CHARS: Final = 512  # a slot key (explicit ones carry a subject and an attribute)
@@ -484,7 +518,10 @@ class MemoryService:
         as_of: int = 0,
         counter: str = "heuristic",
         profile: int | None = None,
+        peers: Mapping[str, Any] | None = None,
     ) -> Hydration:
+        """``peers``: the report of the peer read that ran before this call (the daemon's), declared in the
+        receipt."""
         req = HydrationRequest(
             goal,
             caller.id,
@@ -507,7 +544,8 @@ class MemoryService:
                 consensus=self.consensus,
             )
             self._hydrators[counter] = hydrator
-        return hydrator.hydrate(req)
+        out = hydrator.hydrate(req)
+        return out if peers is None else with_peers(out, peers)
 
     def grants(self, caller: Principal) -> tuple[list[Grant], list[Grant]]:
         """(grants of the caller's memory, grants the caller holds)."""

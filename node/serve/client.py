@@ -35,7 +35,7 @@ from gaml.node.core.api import GetOptions, GrantOptions, Hit, HydrateOptions, In
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
-from gaml.node.core.service import MAX_LOG_LIMIT, MAX_SEARCH_K, IngestFile
+from gaml.node.core.service import MAX_LOG_LIMIT, MAX_SEARCH_K, IngestFile, PeerRead
 from gaml.node.serve.errors import TlsRefused
 from gaml.policy.access import Grant, Location, Permission
 from gaml.policy.errors import (
@@ -395,9 +395,11 @@ class RemoteMemory:
             as_of=o.get("as_of", 0),
             counter=o.get("counter", "heuristic"),
             **({"profile": o["profile"]} if "profile" in o else {}),
+            **({"peers": peer_read_to_pb(o["peers"])} if "peers" in o else {}),
         )
         c = self.client
-        r = c._call(c.stub.Hydrate, req)
+        read = o.get("peers")  # a peer read adds its own deadline to the call's
+        r = c._call(c.stub.Hydrate, req, None if read is None else c.timeout_s + read.deadline_ms / 1000)
         return Hydration(r.frame, _struct_json(r.receipt))
 
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
@@ -499,6 +501,12 @@ def grant_from_pb(g: memory_pb2.Grant) -> Grant:
 
 
 _OPTIONS: Final = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
+
+
+def peer_read_to_pb(read: PeerRead) -> memory_pb2.PeerRead:
+    return memory_pb2.PeerRead(
+        deadline_ms=read.deadline_ms, fan_out=read.fan_out, k=read.k, boundaries=list(read.boundaries)
+    )
 
 
 def plane_to_pb(plane: Sequence[Segment]) -> list[memory_pb2.PlaneSegment]:

@@ -41,6 +41,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import getpass
 import json
 import logging
@@ -73,7 +74,9 @@ from gaml.node.core.replica import Replica
 from gaml.node.core.service import (
     Limits,
     MemoryService,
+    PeerRead,
     RateLimiter,
+    not_asked,
 )
 from gaml.node.core.tokens import TokenCounter
 from gaml.node.home import (
@@ -110,6 +113,7 @@ INDEX_CHUNK: Final = 512  # vectors per background indexing step (a fraction of 
 INDEX_IDLE_S: Final = 0.2  # a step runs once the lane has had no call for this long, …
 INDEX_BACKLOG: Final = 65_536  # … or, while this many vectors wait, between calls
 INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
+PEER_SHARE_OF_DEADLINE: Final = 0.5  # a peer read waits at most this share of the call's remaining time
 
 log = logging.getLogger("gaml.daemon")
 
@@ -710,11 +714,32 @@ class Daemon:
             raise DeadlineExceeded("the deadline passed before the call reached the node")
         return time.monotonic() + remaining
 
-    async def authenticate(self, ctx: grpc.aio.ServicerContext, method: str) -> Principal:
-        pid, _ = self._admit_call(ctx, method, 0)
+    async def authenticate(self, ctx: grpc.aio.ServicerContext, method: str, size: int = 0) -> Principal:
+        pid, _ = self._admit_call(ctx, method, size)
         svc = self.service
         assert svc is not None
         return await self.lane.run(lambda: svc.ensure_user(pid), deadline=self._deadline(ctx))
+
+    async def ask_peers(
+        self, ctx: grpc.aio.ServicerContext, caller: Principal, text: str, read: PeerRead
+    ) -> dict[str, Any]:
+        replicator = self.replicator
+        if replicator is None or not self.trio.running:
+            return not_asked("this node replicates nothing: it is in no boundary")
+        deadline_s = read.deadline_ms / 1000
+        remaining = ctx.time_remaining()
+        if remaining is not None:  # leave the call room for its own work after the answers
+            deadline_s = max(0.0, min(deadline_s, remaining * PEER_SHARE_OF_DEADLINE))
+        ask = functools.partial(
+            replicator.ask,
+            caller,
+            text,
+            k=read.k,
+            boundaries=read.boundaries,
+            fan_out=read.fan_out,
+            deadline_s=deadline_s,
+        )
+        return await self.trio.call(ask)
 
     def ingest_limit(self, principal: Principal) -> int:
         return self.limits.of(principal.id).max_ingest_bytes

@@ -9,6 +9,10 @@
 - A **tick** (every ``tick_s``, and right after a local write: :meth:`Replicator.poke`) runs ``settle`` (the node's
   consensus records whose decision changed are written), ``replica.pump`` (the journal's new writes become objects)
   and ``sync.tick`` (announcements, retries).
+- **Peer reads** (:meth:`Replicator.ask`): a search or hydration that asks the members of the caller's boundaries for
+  candidates. The core thread picks the boundaries and starts the read in the sync engine; the answers arrive as
+  frames and are verified and stored like any other objects; the read ends when every peer asked has answered or at
+  its deadline, whichever comes first, and says who answered, who did not, and which assets came back.
 - A **status file**, ``HOME/run/replication.json`` (0600), says what ``gaml peers`` shows while the daemon runs: this
   node's addresses, the boundaries and members (no key, no object id), the peers connected now and per-peer counters.
 
@@ -30,13 +34,17 @@ from typing import Any, Final, TypeVar
 
 import trio
 
+from gaml.crdt import wire
 from gaml.crdt.errors import NotConnected, P2PError, SendQueueFull
 from gaml.crdt.p2p import P2PHost
-from gaml.crdt.sync import Sync
+from gaml.crdt.sync import AskReport, Sync
 from gaml.node.core.replica import Replica
 from gaml.node.shells.files import read_sealed_json, write_sealed_json
 from gaml.policy import crypto
+from gaml.policy.access import Principal
+from gaml.policy.errors import InvalidInput, PolicyError
 from gaml.policy.keychain import NODE_MASTER_REF, Keychain
+from gaml.policy.replication import DEVICES, PUBLIC
 
 T = TypeVar("T")
 RETRY_US: Final = 2_000_000
@@ -95,6 +103,7 @@ class Replicator:
         self._poked = False
         self._status_at = 0.0
         self._done = trio.Event()
+        self._asking: dict[bytes, trio.Event] = {}  # peer reads in flight: set when every peer asked has answered
         self.events = 0
         self.errors = 0
 
@@ -170,7 +179,9 @@ class Replicator:
                         self._poked = False
                     want_status = time.monotonic() - self._status_at >= STATUS_EVERY_S
                     try:
-                        outs, status = await self._core(functools.partial(self._handle, batch, want_status))
+                        outs, status, answered = await self._core(
+                            functools.partial(self._handle, batch, want_status, list(self._asking))
+                        )
                     except Exception:
                         # A failure of one batch (a store error, a bug) must not end replication: the engine's state
                         # is as before the failing call, and what went unacknowledged is sent again by the peers.
@@ -178,6 +189,9 @@ class Replicator:
                         log.error("replication_error", exc_info=True, extra={"fields": {"events": len(batch)}})
                         continue
                     self.events += len(batch)
+                    for qid in answered:
+                        if (event := self._asking.get(qid)) is not None:
+                            event.set()
                     await self._deliver(outs)
                     if status is not None:
                         self._status_at = time.monotonic()
@@ -208,6 +222,32 @@ class Replicator:
             except NotConnected:
                 pass  # it left; the engine starts over when it is back
 
+    async def ask(
+        self, caller: Principal, text: str, *, k: int, boundaries: Sequence[str], fan_out: int, deadline_s: float
+    ) -> dict[str, Any]:
+        """A peer read for ``caller`` (trio): ask up to ``fan_out`` peers for the ``k`` objects of each boundary that
+        best match ``text``, and wait for their answers until ``deadline_s``. Returns the report a receipt carries
+        (:meth:`_report`). ``boundaries``: names; none: every boundary that holds the caller's memory (its devices,
+        its tenants' subnets and tenant groups), never the public swarm unless named. A named boundary that does not
+        hold the caller's memory is refused (PolicyError): its members would hear the caller's goal."""
+        qid = crypto.SystemEntropy().random_bytes(wire.QID_BYTES)
+        started = time.monotonic()
+        outs, bids = await self._core(
+            functools.partial(self._ask_start, qid, caller, text, k, tuple(boundaries), fan_out)
+        )
+        event = self._asking[qid] = trio.Event()
+        try:
+            await self._deliver(outs)
+            if outs:
+                with trio.move_on_after(max(0.0, deadline_s - (time.monotonic() - started))):
+                    await event.wait()
+        finally:
+            del self._asking[qid]
+        report = await self._core(functools.partial(self._ask_finish, qid, bids))
+        report |= {"deadline_ms": round(deadline_s * 1000, 3), "fan_out": fan_out, "k": k}
+        report["wall_ms"] = round((time.monotonic() - started) * 1000, 3)
+        return report
+
     def _write_status(self, status: dict[str, Any]) -> None:
         host = self.host
         status["addresses"] = host.addrs if host else []
@@ -220,9 +260,65 @@ class Replicator:
 
     # -- core side -------------------------------------------------------------------------------------------------
 
+    def _ask_start(
+        self, qid: bytes, caller: Principal, text: str, k: int, names: tuple[str, ...], fan_out: int
+    ) -> tuple[list[tuple[str, bytes]], list[bytes]]:
+        if not 1 <= k <= wire.MAX_ASK_K:
+            raise InvalidInput(f"a peer read asks each peer for 1..{wire.MAX_ASK_K} candidates, not {k}")
+        if fan_out < 1:
+            raise InvalidInput(f"a peer read asks at least one peer, not {fan_out}")
+        if len(text.encode()) > wire.MAX_ASK_TEXT_BYTES:
+            raise InvalidInput(f"a peer read's text is at most {wire.MAX_ASK_TEXT_BYTES} bytes")
+        mine = {d["id"]: d for d in self.replica.describe() if d["role"] == "member"}
+        if names:
+            bids = [self.replica.find(n) for n in dict.fromkeys(names)]
+            for bid in bids:
+                d = mine.get(bid.hex())
+                if d is None or not _holds_memory_of(d, caller, public_ok=True):
+                    name = d["name"] if d else bid.hex()[:16]
+                    raise PolicyError(
+                        f"{caller.id} may not ask the peers of boundary {name}: it holds none of its memory"
+                    )
+        else:
+            bids = sorted(bytes.fromhex(i) for i, d in mine.items() if _holds_memory_of(d, caller, public_ok=False))
+        outs, _ = self.sync.ask(qid, text, k, bids, fan_out, now_us())
+        return outs, bids
+
+    def _ask_finish(self, qid: bytes, bids: Sequence[bytes]) -> dict[str, Any]:
+        return self._report(self.sync.finish(qid), bids)
+
+    def _report(self, r: AskReport, bids: Sequence[bytes]) -> dict[str, Any]:
+        """A finished peer read as the receipt declares it: boundaries by name, nodes by id, the assets each answer
+        brought (those the node keeps: a rejected object names none)."""
+        names = {bytes.fromhex(d["id"]): d["name"] for d in self.replica.describe()}
+        connected = set(self.sync.peers())
+        answered = []
+        for a in r.answers:
+            assets = [x for x in (self.replica.asset_of_object(o) for o in a.oids if self.replica.has(o)) if x]
+            answered.append(
+                {
+                    "node": a.peer,
+                    "boundary": names.get(a.bid, a.bid.hex()),
+                    "ms": round((a.at - r.started) / 1000, 3),
+                    "returned": len(a.oids),
+                    "new": a.new,
+                    "accepted": a.accepted,
+                    "rejected": a.rejected,
+                    "assets": list(dict.fromkeys(assets)),
+                }
+            )
+        return {
+            "boundaries": sorted(names.get(b, b.hex()) for b in bids),
+            "asked": [{"node": p, "boundary": names.get(b, b.hex())} for p, b in r.asked],
+            "answered": answered,
+            "timed_out": [
+                {"node": p, "boundary": names.get(b, b.hex()), "connected": p in connected} for p, b in r.unanswered
+            ],
+        }
+
     def _handle(
-        self, batch: Sequence[tuple[str, str, bytes]], want_status: bool
-    ) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None]:
+        self, batch: Sequence[tuple[str, str, bytes]], want_status: bool, asking: Sequence[bytes] = ()
+    ) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None, list[bytes]]:
         now = now_us()
         outs: list[tuple[str, bytes]] = []
         ticked = False
@@ -245,7 +341,8 @@ class Replicator:
                         log.error("consensus_settle_error", exc_info=True)
                 self.replica.pump(now)
                 outs += self.sync.tick(now)
-        return outs, (self.status() if want_status else None)
+        answered = [qid for qid in asking if self.sync.pending(qid) == 0]
+        return outs, (self.status() if want_status else None), answered
 
     def status(self) -> dict[str, Any]:
         """What ``gaml peers`` prints (core thread)."""
@@ -256,6 +353,16 @@ class Replicator:
             "peers": {p: dataclasses.asdict(s) for p, s in self.sync.stats().items()},
             "counters": dict(sorted(self.replica.counters.items())),
         }
+
+
+def _holds_memory_of(d: dict[str, Any], caller: Principal, *, public_ok: bool) -> bool:
+    """Whether a boundary (as :meth:`Replica.describe` gives it) holds memory of the caller: its devices (for an agent
+    or device, its user's), a subnet or tenant group of one of its tenants, or the public swarm where named."""
+    if d["kind"] == PUBLIC:
+        return public_ok
+    if d["kind"] == DEVICES:
+        return d["label"] in {caller.id, caller.on_behalf_of} - {""}
+    return d["label"] in caller.tenants
 
 
 def status_key(keychain: Keychain) -> bytes:

@@ -29,6 +29,7 @@ from gaml.node.core.hydrate import Segment, Walk
 from gaml.node.core.service import (
     IngestFile,
     MemoryService,
+    PeerRead,
 )
 from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import (
@@ -69,7 +70,13 @@ class Runtime(Protocol):
         caller: Principal | None = None,
     ) -> T: ...
 
-    async def authenticate(self, context: grpc.aio.ServicerContext, method: str) -> Principal: ...
+    async def authenticate(self, context: grpc.aio.ServicerContext, method: str, size: int = 0) -> Principal: ...
+
+    async def ask_peers(
+        self, context: grpc.aio.ServicerContext, caller: Principal, text: str, read: PeerRead
+    ) -> dict[str, Any]:
+        """A peer read before the call's own work (node.serve.replicator.Replicator.ask): its report."""
+        ...
 
     def ingest_limit(self, principal: Principal) -> int: ...
 
@@ -231,6 +238,12 @@ def grant_to_pb(g: Grant) -> memory_pb2.Grant:
     )
 
 
+def _peer_read(r: memory_pb2.PeerRead) -> PeerRead:
+    """A PeerRead message with its defaults filled in (0 = the default)."""
+    d = PeerRead()
+    return PeerRead(r.deadline_ms or d.deadline_ms, r.fan_out or d.fan_out, r.k or d.k, tuple(r.boundaries))
+
+
 def _plane(segments: Any) -> tuple[Segment, ...]:
     out = []
     for s in segments:
@@ -339,6 +352,12 @@ class MemoryServicer:
         mode = _enum(_HYDRATION_MODES, req.mode, "mode")
         plane = _plane(req.plane)
         counter = req.counter or "heuristic"
+        caller: Principal | None = None
+        peers: dict[str, Any] | None = None
+        if req.HasField("peers"):
+            read = _peer_read(req.peers)
+            caller = await self.rt.authenticate(ctx, "Hydrate", req.ByteSize())
+            peers = await self.rt.ask_peers(ctx, caller, req.goal, read)
         out = await self.rt.call(
             ctx,
             "Hydrate",
@@ -354,8 +373,10 @@ class MemoryServicer:
                 as_of=req.as_of,
                 counter=counter,
                 profile=req.profile if req.HasField("profile") else None,
+                peers=peers,
             ),
             size=req.ByteSize(),
+            caller=caller,
         )
         r = out.receipt
         return memory_pb2.HydrateResponse(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gaml.crdt import wire
 from gaml.crdt.errors import SyncError
-from gaml.crdt.sync import BACKOFF_MAX, PeerStats, Sync, object_id
+from gaml.crdt.sync import ASKS_PER_WINDOW, BACKOFF_MAX, PeerStats, Sync, object_id
 from gaml.policy.crypto import SeededEntropy
 from gaml.policy.errors import GamlError
 from gaml.simulations.net import US_PER_MS, US_PER_S, SimNetwork
@@ -141,6 +141,11 @@ class MemoryObjectStore:
 
     def cursor(self, bid: bytes, peer: str) -> int:
         return self.cursors.get((bid, peer), 0)
+
+    def answer(self, bid: bytes, text: str, k: int) -> list[bytes]:
+        """The objects of ``bid`` whose payload holds ``text``, newest first (a stand-in for ranking)."""
+        hits = [self.store[i] for i in reversed(self.logs.get(bid, [])) if text.encode() in self.store[i][16:]]
+        return hits[:k]
 
     def set_cursor(self, bid: bytes, peer: str, upto: int) -> None:
         self.cursors[(bid, peer)] = upto
@@ -709,3 +714,140 @@ def test_the_engine_agrees_with_crdt_objects() -> None:
     for sample in (b"", b"G1" + bytes(100), random.Random(8).randbytes(5000)):
         assert object_id(sample) == objects.object_id(sample)
     assert wire.MAX_OBJECT_BYTES == objects.MAX_OBJECT_BYTES
+
+
+# -- peer reads ------------------------------------------------------------------------------------------------------
+
+
+def read_cluster() -> Cluster:
+    """a, b, c members of X; d a member of Y only, connected to a; all synced, nothing written yet."""
+    c = Cluster(quiet_net())
+    c.add("a", "b", "c", "d")
+    c.roster(X, ["a", "b", "c"], ["a", "b", "c"])
+    c.roster(Y, ["a", "d"], ["a", "d"])
+    for other in ("b", "c", "d"):
+        c.net.connect("a", other)
+    assert c.net.run_until_quiet(30 * US_PER_S, QUIET)
+    return c
+
+
+def start_read(c: Cluster, qid: bytes, text: str, bids: Sequence[bytes], fan_out: int = 8, k: int = 8) -> list[str]:
+    effects, asked = c.nodes["a"].sync.ask(qid, text, k, bids, fan_out, c.net.clock.now())
+    for peer, frame in effects:
+        c.net.send("a", peer, frame)
+    return [p for p, _ in asked]
+
+
+def test_a_peer_read_asks_only_open_members_and_takes_what_they_answer() -> None:
+    """Asked on X, only X's members hear the text; the objects they answer with are verified and stored here before
+    sync would have brought them, and the report says who returned what."""
+    c = read_cluster()
+    new_b = c.replicas["b"].write(X, b"apple pie from b")
+    new_c = c.replicas["c"].write(X, b"apple tart from c")
+    c.replicas["c"].write(X, b"pear from c")  # does not match
+    qid = b"q" * 8
+    assert sorted(start_read(c, qid, "apple", [X])) == ["b", "c"]  # d shares no X with a
+    a = c.nodes["a"].sync
+    assert a.pending(qid) == 2
+    c.net.run_until(c.net.clock.now() + 50 * US_PER_MS)  # frames take 1 ms; no tick has announced the writes yet
+    assert a.pending(qid) == 0
+    report = a.finish(qid)
+    got = {x.peer: x for x in report.answers}
+    assert (got["b"].oids, got["b"].new, got["b"].accepted) == ((new_b,), 1, 1)
+    assert (got["c"].oids, got["c"].new, got["c"].accepted) == ((new_c,), 1, 1)
+    assert report.unanswered == ()
+    assert c.replicas["a"].has(new_b) and c.replicas["a"].has(new_c)
+    assert "ask" not in kinds(f for _, _, f in c.nodes["d"].got)
+    assert c.stats("a", "b").asks_sent == 1 and c.stats("b", "a").asks_answered == 1
+    with pytest.raises(SyncError):
+        a.finish(qid)
+
+
+def test_fan_out_caps_the_peers_asked_and_the_order_spreads_reads() -> None:
+    """At most fan_out peers are asked (on every boundary open with them); which go first depends on the read."""
+    c = read_cluster()
+    firsts = {start_read(c, bytes([i]) * 8, "x", [X, Y], fan_out=1)[0] for i in range(16)}
+    assert firsts == {"b", "c", "d"}  # each of them is asked first by some read
+    assert sorted(start_read(c, b"z" * 8, "x", [X, Y], fan_out=3)) == ["b", "c", "d"]
+    assert start_read(c, b"w" * 8, "x", [], fan_out=3) == []  # no boundary, no one asked
+
+
+def test_answers_nobody_asked_for_late_or_twice_are_dropped() -> None:
+    """An Answer for an unknown read, a second one from the same peer, one after finish, and one on a boundary the
+    read did not ask are dropped and counted; their objects are not stored."""
+    c = read_cluster()
+    a = c.nodes["a"].sync
+    tag_b = next(m.tag for _, p, f in c.nodes["a"].got if p == "b" and isinstance(m := wire.decode(f), wire.Roster))
+    tag_d = next(m.tag for _, p, f in c.nodes["a"].got if p == "d" and isinstance(m := wire.decode(f), wire.Roster))
+    now = c.net.clock.now()
+    pushed = X + b"pushed"
+    assert a.received("b", wire.encode(wire.Answer(tag_b, b"?" * 8, (pushed,))), now) == []
+    qid = b"q" * 8
+    start_read(c, qid, "nothing matches", [X])
+    c.net.run_until(now + 50 * US_PER_MS)
+    assert a.pending(qid) == 0
+    stale = c.stats("a", "b").stale_frames
+    a.received("b", wire.encode(wire.Answer(tag_b, qid, (pushed,))), now)  # b answered already
+    assert len(a.finish(qid).answers) == 2
+    a.received("b", wire.encode(wire.Answer(tag_b, qid, (pushed,))), now)  # after the finish
+    assert c.stats("a", "b").stale_frames == stale + 2
+    effects, _ = a.ask(b"r" * 8, "x", 4, [X], 8, now)  # asks b and c on X, not d
+    assert {p for p, _ in effects} == {"b", "c"}
+    a.received("d", wire.encode(wire.Answer(tag_d, b"r" * 8, (pushed,))), now)  # d was not asked
+    assert c.stats("a", "d").stale_frames >= 1 and c.stats("a", "d").objects_unrequested >= 1
+    assert a.pending(b"r" * 8) == 2
+    assert not c.replicas["a"].has(object_id(pushed))
+
+
+def test_a_forged_object_in_an_answer_counts_for_nothing() -> None:
+    """The answer's objects go through the replica's checks: one that does not verify is rejected and not stored."""
+    c = read_cluster()
+    a = c.nodes["a"].sync
+    qid = b"f" * 8
+    effects, asked = a.ask(qid, "x", 4, [X], 1, c.net.clock.now())
+    ((peer, _),) = asked
+    tag = wire.decode(effects[0][1]).tag  # type: ignore[union-attr]
+    forged = Y + b"an object of another boundary"
+    a.received(peer, wire.encode(wire.Answer(tag, qid, (forged,))), c.net.clock.now())
+    (answer,) = a.finish(qid).answers
+    assert (answer.new, answer.accepted, answer.rejected) == (1, 0, 1)
+    assert not c.replicas["a"].has(object_id(forged))
+
+
+def test_a_peer_that_does_not_answer_is_reported_and_a_flood_of_asks_is_refused() -> None:
+    """A peer cut off before it answers is listed unanswered at the finish; a peer asking more than ASKS_PER_WINDOW
+    times in one window gets empty answers."""
+    c = read_cluster()
+    c.net.disconnect("a", "c")
+    qid = b"u" * 8
+    asked = start_read(c, qid, "x", [X])
+    c.net.run_until(c.net.clock.now() + 50 * US_PER_MS)
+    report = c.nodes["a"].sync.finish(qid)
+    assert [x.peer for x in report.answers] == ["b"] and asked == ["b"]  # c has no session: not asked
+    c.net.connect("a", "c")
+    assert c.net.run_until_quiet(30 * US_PER_S, QUIET)
+    c.net.partition([["a", "b", "d"], ["c"]])
+    qid = b"v" * 8
+    assert sorted(start_read(c, qid, "x", [X])) == ["b", "c"]
+    c.net.run_until(c.net.clock.now() + 50 * US_PER_MS)
+    report = c.nodes["a"].sync.finish(qid)
+    assert [x.peer for x in report.answers] == ["b"] and report.unanswered == (("c", X),)
+    c.net.heal()
+    c.net.run_for(2 * RETRY)  # b's window of a's asks starts afresh
+    before = c.stats("b", "a").asks_answered
+    for i in range(ASKS_PER_WINDOW + 3):
+        start_read(c, i.to_bytes(8, "big"), "x", [X], fan_out=3)
+    c.net.run_until(c.net.clock.now() + 50 * US_PER_MS)
+    assert c.stats("b", "a").asks_refused == 3
+    assert c.stats("b", "a").asks_answered - before == ASKS_PER_WINDOW
+
+
+def test_bad_peer_reads_are_typed_errors() -> None:
+    """A reused or malformed read id, a k out of range or no peer to ask: SyncError."""
+    c = read_cluster()
+    a = c.nodes["a"].sync
+    now = c.net.clock.now()
+    a.ask(b"q" * 8, "x", 4, [X], 1, now)
+    for qid, k, fan_out in ((b"q" * 8, 4, 1), (b"q" * 7, 4, 1), (b"n" * 8, 0, 1), (b"n" * 8, 65, 1), (b"n" * 8, 4, 0)):
+        with pytest.raises(SyncError):
+            a.ask(qid, "x", k, [X], fan_out, now)

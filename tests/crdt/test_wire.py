@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gaml.crdt import wire
 from gaml.crdt.errors import BadMessage
-from gaml.crdt.wire import Ack, Have, Hello, Need, Roster, Send, Tags
+from gaml.crdt.wire import Ack, Answer, Ask, Have, Hello, Need, Roster, Send, Tags
 from gaml.policy.errors import GamlError
 
 SETTINGS = settings(derandomize=True, max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -34,6 +34,8 @@ messages: st.SearchStrategy[wire.Message] = st.one_of(
         st.lists(fixed(32), max_size=3).map(tuple),
     ),
     st.builds(Ack, fixed(16), st.integers(0, wire.MAX_UPTO)),
+    st.builds(Ask, fixed(16), fixed(8), st.integers(1, wire.MAX_ASK_K), st.text(max_size=80)),
+    st.builds(Answer, fixed(16), fixed(8), st.lists(st.binary(max_size=200), max_size=5).map(tuple)),
 )
 
 
@@ -46,6 +48,9 @@ def test_layouts_are_exact() -> None:
     assert wire.encode(Need(TAG, (OID,))) == b"\x01\x05" + TAG + b"\x01" + OID
     assert wire.encode(Send(TAG, (b"xyz", b""), (OID,))) == b"\x01\x06" + TAG + b"\x02\x03xyz\x00" + b"\x01" + OID
     assert wire.encode(Ack(TAG, 0)) == b"\x01\x07" + TAG + b"\x00"
+    qid = b"q" * 8
+    assert wire.encode(Ask(TAG, qid, 16, "café")) == b"\x01\x08" + TAG + qid + b"\x10\x05caf\xc3\xa9"
+    assert wire.encode(Answer(TAG, qid, (b"xyz",))) == b"\x01\x09" + TAG + qid + b"\x01\x03xyz"
 
 
 def test_overhead_of_an_initial_sync_is_small() -> None:
@@ -109,7 +114,12 @@ def test_a_bad_message_is_a_gaml_error() -> None:
         (b"", "truncated"),
         (b"\x01", "truncated"),
         (b"\x02\x01" + b"n" * 16, "version"),
-        (b"\x01\x08" + b"n" * 16, "kind"),
+        (b"\x01\x0a" + b"n" * 16, "kind"),
+        (b"\x01\x08" + TAG + b"q" * 8 + b"\x00\x00", "at least one"),
+        (b"\x01\x08" + TAG + b"q" * 8 + wire.varint(wire.MAX_ASK_K + 1) + b"\x00", "over its limit"),
+        (b"\x01\x08" + TAG + b"q" * 8 + b"\x01" + wire.varint(wire.MAX_ASK_TEXT_BYTES + 1), "over its limit"),
+        (b"\x01\x08" + TAG + b"q" * 8 + b"\x01\x02\xc3\x28", "not UTF-8"),
+        (b"\x01\x09" + TAG + b"q" * 8 + wire.varint(wire.MAX_ASK_K + 1), "over its limit"),
         (b"\x01\x00", "kind"),
         (b"\x01\x07" + TAG + b"\x80\x00", "overlong"),  # a varint with a redundant zero byte
         (b"\x01\x07" + TAG + b"\xff" * 10 + b"\x01", "longer than 10"),
@@ -128,6 +138,23 @@ def test_malformed_frames_name_what_is_wrong(frame: bytes, why: str) -> None:
     """Truncations, unknown versions or kinds, non-canonical or oversized varints and counts are refused."""
     with pytest.raises(BadMessage, match=why):
         wire.decode(frame)
+
+
+@pytest.mark.parametrize(
+    ("msg", "why"),
+    [
+        (Ask(TAG, b"q" * 8, 0, "x"), "1..64"),
+        (Ask(TAG, b"q" * 8, 65, "x"), "1..64"),
+        (Ask(TAG, b"q" * 7, 1, "x"), "qid"),
+        (Ask(TAG, b"q" * 8, 1, "\ud800"), "UTF-8"),
+        (Ask(TAG, b"q" * 8, 1, "x" * (wire.MAX_ASK_TEXT_BYTES + 1)), "UTF-8"),
+        (Answer(TAG, b"q" * 8, (b"",) * (wire.MAX_ASK_K + 1)), "at most 64"),
+    ],
+)
+def test_bad_peer_reads_do_not_encode(msg: wire.Message, why: str) -> None:
+    """An Ask or Answer over a limit is a caller's bug: BadMessage, never a frame the peer would refuse."""
+    with pytest.raises(BadMessage, match=why):
+        wire.encode(msg)
 
 
 def test_frame_size_limit() -> None:

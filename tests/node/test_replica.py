@@ -506,3 +506,44 @@ def test_an_assets_sources_are_the_members_whose_verified_snapshots_changed_it()
     assert a2.writers(bid, i) == () and a2.asset_ids(bid) == []
     local = a2.node.put([private("only here", privacy_scope="local_only")], NOW + 4)
     assert a2.boundary_of(a2.node.store.get(local[0])) is None  # private memory on one node is no one's claim
+
+
+def test_a_peer_read_answers_with_the_boundarys_best_matches_and_nothing_else() -> None:
+    """``answer`` ranks only the boundary's current snapshots: never a local-only asset, one of another boundary, or
+    an erased one; what it returns opens and verifies on another member like any synced object. A relay, which
+    cannot rank ciphertext, answers nothing."""
+    a, b, bid = pair()
+    tenant = a.create("tenant", "acme-tenant", "acme", NOW).id
+    (tea,) = a.node.put([private(f"alice drinks {WORD} tea every morning")], NOW)
+    (coffee,) = a.node.put([private("alice avoids coffee after noon")], NOW)
+    (gone,) = a.node.put([private(f"alice once liked {WORD} cocoa")], NOW)
+    a.node.put([private(f"the {WORD} door code is 4711", privacy_scope="local_only")], NOW)
+    a.node.put(
+        [
+            private(
+                f"acme's {WORD} roadmap",
+                tenant_scope="acme",
+                privacy_scope="tenant_private",
+                replication_policy="tenant_nodes",
+            )
+        ],
+        NOW,
+    )
+    a.pump(NOW)
+    a.node.delete(gone, NOW + 1)
+    a.pump(NOW + 1)
+
+    best = a.answer(bid, f"{WORD} tea", 1)
+    assert b.accept(bid, best, a.node_id, NOW + 2) == (1, 0)
+    assert b.node.store.live_ids() == [tea]
+    everything = a.answer(bid, f"{WORD} tea coffee cocoa roadmap door", 8)
+    assert b.accept(bid, everything, a.node_id, NOW + 2)[1] == 0
+    assert set(b.node.store.live_ids()) <= {tea, coffee}
+    assert not any(b"4711" in p or b"roadmap" in p or b"cocoa" in p for p in plaintexts(b.node.store))
+    assert a.answer(bid, "   ", 8) == [] and a.answer(b"?" * 16, WORD, 8) == []
+    assert len(a.answer(tenant, WORD, 8)) == 1  # the tenant's own boundary answers with its asset
+
+    relay = Replica(make_node(400))
+    relay.join(a.invite(bid, relay.node_id, "relay", NOW).encode(), NOW)
+    transfer(a, relay, bid)
+    assert relay.answer(bid, WORD, 8) == []

@@ -172,7 +172,7 @@ class ForgetResponse(_message.Message):
     def __init__(self, receipt_id: _Optional[str] = ..., at: _Optional[int] = ..., tombstoned: _Optional[_Iterable[str]] = ..., rebuilt_sources: _Optional[int] = ..., by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("intent", "text", "k", "mode", "as_of", "types", "segments", "tags", "entities")
+    __slots__ = ("intent", "text", "k", "mode", "as_of", "types", "segments", "tags", "entities", "peers")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +182,7 @@ class SearchRequest(_message.Message):
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
     intent: Intent
     text: str
     k: int
@@ -191,7 +192,20 @@ class SearchRequest(_message.Message):
     segments: _containers.RepeatedScalarFieldContainer[str]
     tags: _containers.RepeatedScalarFieldContainer[str]
     entities: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., text: _Optional[str] = ..., k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., as_of: _Optional[int] = ..., types: _Optional[_Iterable[_Union[_asset_pb2.AssetType, str]]] = ..., segments: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ...) -> None: ...
+    peers: PeerRead
+    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., text: _Optional[str] = ..., k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., as_of: _Optional[int] = ..., types: _Optional[_Iterable[_Union[_asset_pb2.AssetType, str]]] = ..., segments: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., entities: _Optional[_Iterable[str]] = ..., peers: _Optional[_Union[PeerRead, _Mapping]] = ...) -> None: ...
+
+class PeerRead(_message.Message):
+    __slots__ = ("deadline_ms", "fan_out", "k", "boundaries")
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    FAN_OUT_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    BOUNDARIES_FIELD_NUMBER: _ClassVar[int]
+    deadline_ms: int
+    fan_out: int
+    k: int
+    boundaries: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, deadline_ms: _Optional[int] = ..., fan_out: _Optional[int] = ..., k: _Optional[int] = ..., boundaries: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Hit(_message.Message):
     __slots__ = ("asset", "score", "path", "partition", "explain")
@@ -208,10 +222,12 @@ class Hit(_message.Message):
     def __init__(self, asset: _Optional[_Union[_asset_pb2.Asset, _Mapping]] = ..., score: _Optional[float] = ..., path: _Optional[str] = ..., partition: _Optional[str] = ..., explain: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits",)
+    __slots__ = ("hits", "peers")
     HITS_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[Hit]
-    def __init__(self, hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ...) -> None: ...
+    peers: _struct_pb2.Struct
+    def __init__(self, hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ..., peers: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Walk(_message.Message):
     __slots__ = ("neighbours", "entity_hops", "entity_fanout", "decay")
@@ -240,7 +256,7 @@ class PlaneSegment(_message.Message):
     def __init__(self, name: _Optional[str] = ..., budget: _Optional[int] = ..., seeds: _Optional[int] = ..., fact_cap: _Optional[int] = ..., walk: _Optional[_Union[Walk, _Mapping]] = ...) -> None: ...
 
 class HydrateRequest(_message.Message):
-    __slots__ = ("intent", "goal", "budget", "plane", "mode", "as_of", "counter", "profile")
+    __slots__ = ("intent", "goal", "budget", "plane", "mode", "as_of", "counter", "profile", "peers")
     INTENT_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +265,7 @@ class HydrateRequest(_message.Message):
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     COUNTER_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
     intent: Intent
     goal: str
     budget: int
@@ -257,7 +274,8 @@ class HydrateRequest(_message.Message):
     as_of: int
     counter: str
     profile: int
-    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., goal: _Optional[str] = ..., budget: _Optional[int] = ..., plane: _Optional[_Iterable[_Union[PlaneSegment, _Mapping]]] = ..., mode: _Optional[_Union[HydrationMode, str]] = ..., as_of: _Optional[int] = ..., counter: _Optional[str] = ..., profile: _Optional[int] = ...) -> None: ...
+    peers: PeerRead
+    def __init__(self, intent: _Optional[_Union[Intent, _Mapping]] = ..., goal: _Optional[str] = ..., budget: _Optional[int] = ..., plane: _Optional[_Iterable[_Union[PlaneSegment, _Mapping]]] = ..., mode: _Optional[_Union[HydrationMode, str]] = ..., as_of: _Optional[int] = ..., counter: _Optional[str] = ..., profile: _Optional[int] = ..., peers: _Optional[_Union[PeerRead, _Mapping]] = ...) -> None: ...
 
 class HydrateResponse(_message.Message):
     __slots__ = ("frame", "receipt_id", "tokens", "path", "fallback", "receipt")
