@@ -118,9 +118,9 @@ class ObjectStore(Protocol):
         """How far in my log of ``bid`` the peer has acknowledged (persisted)."""
         ...
 
-    def answer(self, bid: bytes, text: str, k: int) -> list[bytes]:
+    def answer(self, bid: bytes, text: str, k: int, now: int) -> list[bytes]:
         """A peer read: the bytes of up to ``k`` current objects of ``bid`` whose assets best match ``text``, best
-        first (none where this node cannot open the boundary's objects: a relay)."""
+        first, this node's latest writes included (none where it cannot open the boundary's objects: a relay)."""
         ...
 
     def set_cursor(self, bid: bytes, peer: str, upto: int) -> None: ...
@@ -411,7 +411,7 @@ class Sync:
             return
         objs: list[bytes] = []
         size = wire.SEND_BASE_BYTES + wire.QID_BYTES
-        for obj in self._replica.answer(link.bid, msg.text, msg.k)[: msg.k]:
+        for obj in self._replica.answer(link.bid, msg.text, msg.k, now)[: msg.k]:
             cost = wire.send_object_cost(len(obj))
             if len(obj) > wire.MAX_OBJECT_BYTES or (objs and size + cost > self._max_send_bytes):
                 break

@@ -85,7 +85,10 @@ class LocalMemory:
         )
 
     def search(self, text: str, **options: Unpack[SearchOptions]) -> list[Hit]:
-        return [Hit(r.asset, r.explain()) for r in self.service.search(self.caller, text, self._clock_us(), **options)]
+        o = dict(options)
+        o.pop("peers", None)  # no daemon, no peers: no hit came from one (nothing to name in its explain)
+        results = self.service.search(self.caller, text, self._clock_us(), **o)  # type: ignore[arg-type]
+        return [Hit(r.asset, r.explain()) for r in results]
 
     def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration:
         o = dict(options)

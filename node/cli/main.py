@@ -122,6 +122,24 @@ def _seconds(text: str) -> float:
     return x
 
 
+def _peer_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--peers",
+        action="store_true",
+        help="ask the members of the boundaries holding your memory too (a running node's peers), and say who answered",
+    )
+    s.add_argument("--peer-deadline-ms", type=_positive, default=500, help="how long to wait for peers (default 500)")
+    s.add_argument("--peer-fan-out", type=_positive, default=3, help="how many peers to ask (default 3)")
+    s.add_argument("--peer-k", type=_positive, default=16, help="candidates asked of each peer (default 16)")
+    s.add_argument(
+        "--peer-boundary",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="ask this boundary's members (repeatable; default: every boundary holding your memory)",
+    )
+
+
 def _reader_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--as", dest="as_", metavar="PRINCIPAL", help="who reads (a registered principal; through a daemon: you)"
@@ -180,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--segment", action="append", default=[], help="segment (repeatable)")
     s.add_argument("--tag", action="append", default=[], help="tag (repeatable)")
     s.add_argument("--entity", action="append", default=[], help="entity (repeatable)")
+    _peer_options(s)
     s.add_argument("--json", action="store_true", help="results with their explanations")
     s.set_defaults(func=cmd_search)
 
@@ -298,22 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TOKENS",
         help="tokens for the profile at the head (what stands for any goal): default a tenth, at most 200; 0: none",
     )
-    s.add_argument(
-        "--peers",
-        action="store_true",
-        help="ask the members of the boundaries holding your memory too (a running node's peers); the receipt's "
-        "'peers' says who answered",
-    )
-    s.add_argument("--peer-deadline-ms", type=_positive, default=500, help="how long to wait for peers (default 500)")
-    s.add_argument("--peer-fan-out", type=_positive, default=3, help="how many peers to ask (default 3)")
-    s.add_argument("--peer-k", type=_positive, default=16, help="candidates asked of each peer (default 16)")
-    s.add_argument(
-        "--peer-boundary",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="ask this boundary's members (repeatable; default: every boundary holding your memory)",
-    )
+    _peer_options(s)
     s.add_argument("--json", action="store_true", help="print {frame, receipt}")
     s.set_defaults(func=cmd_hydrate)
 

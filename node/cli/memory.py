@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gaml.node.cli._common import now_us, open_store, progress, regular_file
 from gaml.node.cli.errors import PartlyCommitted
-from gaml.node.core.api import HydrateOptions, Memory
+from gaml.node.core.api import HydrateOptions, Memory, SearchOptions
 from gaml.node.core.hydrate import Segment, parse_plane
 from gaml.node.core.node import Node, whose
 from gaml.node.core.service import IngestFile, MemoryService, PeerRead, forced_format_note
@@ -245,20 +245,28 @@ def cmd_get(args: argparse.Namespace) -> None:
     print(json.dumps(asset_to_json(asset), indent=2, ensure_ascii=False))
 
 
+def _peer_read(args: argparse.Namespace) -> PeerRead | None:
+    if not args.peers:
+        return None
+    return PeerRead(args.peer_deadline_ms, args.peer_fan_out, args.peer_k, tuple(args.peer_boundary))
+
+
 def cmd_search(args: argparse.Namespace) -> None:
+    options: SearchOptions = {
+        "k": args.k,
+        "purpose": args.purpose,
+        "location": args.location,
+        "mode": args.mode,
+        "as_of": args.as_of or 0,
+        "types": args.type,
+        "segments": args.segment,
+        "tags": args.tag,
+        "entities": args.entity,
+    }
+    if (read := _peer_read(args)) is not None:
+        options["peers"] = read
     with _memory(args, args.as_, need="name who reads with --as (a registered principal)") as mem:
-        hits = mem.search(
-            args.text,
-            k=args.k,
-            purpose=args.purpose,
-            location=args.location,
-            mode=args.mode,
-            as_of=args.as_of or 0,
-            types=args.type,
-            segments=args.segment,
-            tags=args.tag,
-            entities=args.entity,
-        )
+        hits = mem.search(args.text, **options)
         who = "" if args.json else mem.user()
     _print_hits([h.row() for h in hits], args, who)
 
@@ -586,8 +594,8 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
     }
     if args.profile is not None:
         options["profile"] = args.profile
-    if args.peers:
-        options["peers"] = PeerRead(args.peer_deadline_ms, args.peer_fan_out, args.peer_k, tuple(args.peer_boundary))
+    if (read := _peer_read(args)) is not None:
+        options["peers"] = read
     with _memory(args, args.as_, default=_hydration_principal, checkpoint=False) as mem:
         out = mem.hydrate(args.goal, args.budget, **options)
     _print_hydration(out.to_json(), args)

@@ -99,6 +99,7 @@ class SearchOptions(TypedDict, total=False):
     segments: Sequence[str]
     tags: Sequence[str]
     entities: Sequence[str]
+    peers: PeerRead  # ask peers too (a running node's); each hit's explain names the peers that returned it
 
 
 class HydrateOptions(TypedDict, total=False):

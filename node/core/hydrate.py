@@ -282,18 +282,24 @@ class Hydration:
         return {"frame": self.frame, "receipt": self.receipt}
 
 
+def peers_by_asset(report: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Per asset, the peers whose answers in a peer read's report returned it (sorted)."""
+    out: dict[str, set[str]] = {}
+    for a in report.get("answered", ()):
+        for id_ in a.get("assets", ()):
+            out.setdefault(id_, set()).add(a["node"])
+    return {id_: sorted(nodes) for id_, nodes in out.items()}
+
+
 def with_peers(h: Hydration, report: Mapping[str, Any]) -> Hydration:
     """The hydration with the peer read that preceded it declared: the report as the receipt's ``peers``, and on
     each fact the peers whose answers returned its asset or one it covers (``peers``)."""
-    by_asset: dict[str, set[str]] = {}
-    for a in report.get("answered", ()):
-        for id_ in a.get("assets", ()):
-            by_asset.setdefault(id_, set()).add(a["node"])
+    by_asset = peers_by_asset(report)
     receipt = dict(h.receipt)
     receipt["peers"] = dict(report)
     facts = []
     for f in receipt.get("facts", ()):
-        nodes = sorted(set().union(*(by_asset.get(i, set()) for i in (f["id"], *f["covers"]))))
+        nodes = sorted({n for i in (f["id"], *f["covers"]) for n in by_asset.get(i, ())})
         facts.append({**f, "peers": nodes} if nodes else f)
     receipt["facts"] = facts
     return Hydration(h.frame, receipt)

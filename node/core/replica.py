@@ -534,12 +534,15 @@ class Replica:
         self._deferred.clear()
         return out
 
-    def answer(self, bid: bytes, text: str, k: int) -> list[bytes]:
+    def answer(self, bid: bytes, text: str, k: int, now: int) -> list[bytes]:
         """A peer read (crdt.sync): the current snapshots of the ``k`` assets of boundary ``bid`` that best match
         ``text`` by the node's relevance stage (dense and lexical, fused), best first. Only that boundary's current
         snapshots are candidates, exactly what sync offers its members: never a tombstone, another boundary's asset
-        or a local-only one. A relay, which cannot open them, answers nothing."""
+        or a local-only one. A relay, which cannot open them, answers nothing. This node's writes not yet sealed
+        are sealed first (``pump``), so the answer holds them."""
         b = self._bounds.get(bid)
+        if b is not None and b.roster.role(self.node_id) == "member":
+            self.pump(now)
         members = self._in_bound.get(bid)
         if b is None or b.roster.role(self.node_id) != "member" or not members or not text.strip():
             return []

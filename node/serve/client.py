@@ -379,9 +379,12 @@ class RemoteMemory:
             segments=list(o.get("segments", ())),
             tags=list(o.get("tags", ())),
             entities=list(o.get("entities", ())),
+            **({"peers": peer_read_to_pb(o["peers"])} if "peers" in o else {}),
         )
         c = self.client
-        return [Hit(asset_from_pb(h.asset), _struct_json(h.explain)) for h in c._call(c.stub.Search, req).hits]
+        read = o.get("peers")  # a peer read adds its own deadline to the call's
+        r = c._call(c.stub.Search, req, None if read is None else c.timeout_s + read.deadline_ms / 1000)
+        return [Hit(asset_from_pb(h.asset), _struct_json(h.explain)) for h in r.hits]
 
     def hydrate(self, goal: str, budget: int, **options: Unpack[HydrateOptions]) -> Hydration:
         o = options

@@ -25,7 +25,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
-from gaml.node.core.hydrate import Segment, Walk
+from gaml.node.core.hydrate import Segment, Walk, peers_by_asset
 from gaml.node.core.service import (
     IngestFile,
     MemoryService,
@@ -311,6 +311,12 @@ class MemoryServicer:
         purpose, location = _intent(req, Permission.READ)
         mode = _enum(_SEARCH_MODES, req.mode, "mode")
         types = [_enum(_TYPES, t, "types") for t in req.types]
+        caller: Principal | None = None
+        peers: dict[str, Any] | None = None
+        if req.HasField("peers"):
+            read = _peer_read(req.peers)
+            caller = await self.rt.authenticate(ctx, "Search", req.ByteSize())
+            peers = await self.rt.ask_peers(ctx, caller, req.text, read)
         hits = await self.rt.call(
             ctx,
             "Search",
@@ -329,7 +335,9 @@ class MemoryServicer:
                 entities=list(req.entities),
             ),
             size=req.ByteSize(),
+            caller=caller,
         )
+        by_asset = peers_by_asset(peers) if peers is not None else {}
         return memory_pb2.SearchResponse(
             hits=[
                 memory_pb2.Hit(
@@ -337,11 +345,12 @@ class MemoryServicer:
                     score=h.score,
                     path=h.path,
                     partition=h.partition,
-                    explain=_struct(h.explain()),
+                    explain=_struct(h.explain() | ({"peers": by_asset[h.asset.id]} if h.asset.id in by_asset else {})),
                 )
                 for h in hits
                 if not nests_deeper(h.asset.payload)  # stored before the limit: it cannot travel (see Get)
-            ]
+            ],
+            **({"peers": _struct(peers)} if peers is not None else {}),
         )
 
     async def Hydrate(

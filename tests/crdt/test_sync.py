@@ -142,7 +142,7 @@ class MemoryObjectStore:
     def cursor(self, bid: bytes, peer: str) -> int:
         return self.cursors.get((bid, peer), 0)
 
-    def answer(self, bid: bytes, text: str, k: int) -> list[bytes]:
+    def answer(self, bid: bytes, text: str, k: int, now: int) -> list[bytes]:
         """The objects of ``bid`` whose payload holds ``text``, newest first (a stand-in for ranking)."""
         hits = [self.store[i] for i in reversed(self.logs.get(bid, [])) if text.encode() in self.store[i][16:]]
         return hits[:k]

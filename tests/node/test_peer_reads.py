@@ -68,6 +68,9 @@ def test_a_hydration_that_asks_peers_declares_who_answered_and_who_did_not(fleet
         assert c.node_id in shown["peers"]
         assert word in out["frame"]
 
+        hits = ca.search(word, k=3, peers=memory_pb2.PeerRead(deadline_ms=10_000))
+        assert hits[0]["id"] == fact and c.node_id in hits[0]["explain"]["peers"]
+
         with pytest.raises(PolicyError, match="acme"):
             ca.hydrate(goal, 400, peers=memory_pb2.PeerRead(boundaries=["acme"]))
         with pytest.raises(InvalidInput, match="no boundary"):
@@ -87,6 +90,8 @@ def test_a_hydration_that_asks_peers_declares_who_answered_and_who_did_not(fleet
     # The same through the CLI, with the daemon and without one.
     via_daemon = json.loads(a.gaml("hydrate", "--goal", goal, "--budget", "400", "--peers", "--json"))
     assert {x["node"] for x in via_daemon["receipt"]["peers"]["asked"]} == {b.node_id, c.node_id}
+    rows = json.loads(a.gaml("search", word, "--peers", "--peer-deadline-ms", "10000", "--json"))
+    assert rows[0]["id"] == fact and c.node_id in rows[0]["peers"]
     for d in (db, dc, da):
         d.stop()
     alone = json.loads(a.gaml("hydrate", "--goal", goal, "--budget", "400", "--peers", "--json"))

@@ -533,17 +533,20 @@ def test_a_peer_read_answers_with_the_boundarys_best_matches_and_nothing_else() 
     a.node.delete(gone, NOW + 1)
     a.pump(NOW + 1)
 
-    best = a.answer(bid, f"{WORD} tea", 1)
+    best = a.answer(bid, f"{WORD} tea", 1, NOW + 2)
     assert b.accept(bid, best, a.node_id, NOW + 2) == (1, 0)
     assert b.node.store.live_ids() == [tea]
-    everything = a.answer(bid, f"{WORD} tea coffee cocoa roadmap door", 8)
+    everything = a.answer(bid, f"{WORD} tea coffee cocoa roadmap door", 8, NOW + 2)
     assert b.accept(bid, everything, a.node_id, NOW + 2)[1] == 0
     assert set(b.node.store.live_ids()) <= {tea, coffee}
     assert not any(b"4711" in p or b"roadmap" in p or b"cocoa" in p for p in plaintexts(b.node.store))
-    assert a.answer(bid, "   ", 8) == [] and a.answer(b"?" * 16, WORD, 8) == []
-    assert len(a.answer(tenant, WORD, 8)) == 1  # the tenant's own boundary answers with its asset
+    assert a.answer(bid, "   ", 8, NOW + 2) == [] and a.answer(b"?" * 16, WORD, 8, NOW + 2) == []
+    assert len(a.answer(tenant, WORD, 8, NOW + 2)) == 1  # the tenant's own boundary answers with its asset
+    (fresh,) = a.node.put([private(f"alice wrote {WORD} just now")], NOW + 3)  # not sealed yet: answer seals it
+    assert b.accept(bid, a.answer(bid, f"{WORD} just now", 1, NOW + 4), a.node_id, NOW + 4) == (1, 0)
+    assert fresh in b.node.store.live_ids()
 
     relay = Replica(make_node(400))
     relay.join(a.invite(bid, relay.node_id, "relay", NOW).encode(), NOW)
     transfer(a, relay, bid)
-    assert relay.answer(bid, WORD, 8) == []
+    assert relay.answer(bid, WORD, 8, NOW + 2) == []
