@@ -60,6 +60,14 @@ def p2p_config(home: Path) -> dict[str, list[str]]:
     return {"listen": listen, "peers": peers}
 
 
+def mdns_enabled(home: Path) -> bool:
+    """Whether config.json's ``p2p.mdns`` asks the daemon to announce and discover peers on the LAN (default no)."""
+    value = (read_config(home).get("p2p") or {}).get("mdns", False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"config.json p2p.mdns is true or false, not {value!r}")
+    return value
+
+
 def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Sequence[str] = ()) -> dict[str, Any]:
     """Set the listen addresses and/or add peers in ``config.json`` (atomically); returns the new ``p2p`` section."""
     path = home / "config.json"
@@ -76,4 +84,12 @@ def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Se
     return section
 
 
-__all__ = ["DEFAULT_LISTEN", "check_peers", "p2p_config", "read_invitation", "update_p2p", "write_invitation"]
+__all__ = [
+    "DEFAULT_LISTEN",
+    "check_peers",
+    "mdns_enabled",
+    "p2p_config",
+    "read_invitation",
+    "update_p2p",
+    "write_invitation",
+]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gaml.crdt.swarm import DEFAULT_SWARM
 from gaml.node.cli._common import fail
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
@@ -38,6 +39,7 @@ from gaml.node.cli.network import (
     cmd_subnet_invite,
     cmd_subnet_join,
     cmd_subnet_remove,
+    cmd_swarm_join,
 )
 from gaml.node.cli.store import (
     cmd_curate,
@@ -354,6 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MULTIADDR",
         help="a peer to dial and keep dialling (…/p2p/<peer id>; repeatable; besides config p2p.peers)",
     )
+    s.add_argument(
+        "--mdns",
+        action="store_true",
+        help="announce this node on the LAN and dial the GAML nodes found there (mDNS; default config p2p.mdns, off)",
+    )
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("certs", help="the node CA and client certificates for TCP with mutual TLS")
@@ -410,6 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("name")
     a.add_argument("node_id")
     a.set_defaults(func=cmd_subnet_remove)
+
+    s = sub.add_parser("swarm", help="the public swarm: join one (public memory that asks for it replicates there)")
+    wsub = s.add_subparsers(dest="swarm_command", required=True, metavar="join")
+    a = wsub.add_parser(
+        "join", help="join a public swarm by name (one per node; anyone may join: nothing in it is secret)"
+    )
+    a.add_argument("name", nargs="?", default=DEFAULT_SWARM, help=f"the swarm's name (default {DEFAULT_SWARM})")
+    a.set_defaults(func=cmd_swarm_join)
 
     s = sub.add_parser("peers", help="this node's id, its boundaries, their members and the live connections")
     s.add_argument("--json", action="store_true")

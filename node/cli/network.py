@@ -112,6 +112,12 @@ def cmd_subnet_create(args: argparse.Namespace) -> None:
     print(json.dumps({"created": b.name, "kind": b.kind, "tenant": b.label, "id": b.id.hex()}))
 
 
+def cmd_swarm_join(args: argparse.Namespace) -> None:
+    with open_store(args) as node:
+        b = _replica(node).join_swarm(args.name, now_us())
+    print(json.dumps({"joined": b.name, "kind": b.kind, "id": b.id.hex()}))
+
+
 def cmd_subnet_invite(args: argparse.Namespace) -> None:
     _invite(args, "subnet", args.name, None, create=False)
 

@@ -106,5 +106,6 @@ def cmd_run(args: argparse.Namespace) -> None:
         grace_s=args.grace,
         p2p=args.p2p or None,
         peers=args.peer,
+        mdns=True if args.mdns else None,
     )
     run(args.home, unlock(), opts)

@@ -67,6 +67,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from gaml.crdt.p2p import peer_id_of
 from gaml.node.core.api import VERSION
 from gaml.node.core.consensus import Consensus
 from gaml.node.core.errors import DeadlineExceeded, TooLarge, Unauthenticated, Unavailable
@@ -88,12 +89,13 @@ from gaml.node.home import (
     open_node,
     read_config,
 )
-from gaml.node.pairing import p2p_config
+from gaml.node.pairing import mdns_enabled, p2p_config
 from gaml.node.serve.replicator import Replicator, status_key
 from gaml.node.serve.servicer import SERVICE, MemoryServicer, handlers
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import check_private_dir, write_atomic
+from gaml.node.shells.mdns import Discovery
 from gaml.policy import crypto
 from gaml.policy.access import Principal
 from gaml.policy.errors import GamlError, InvalidInput, StoreError
@@ -332,6 +334,7 @@ class Options:
     counter: Callable[[str], TokenCounter] | None = None
     p2p: list[str] | None = None  # libp2p listen multiaddrs (default: config.json p2p.listen, loopback)
     peers: list[str] = dataclasses.field(default_factory=list)  # bootstrap peers besides config.json p2p.peers
+    mdns: bool | None = None  # announce and discover peers on the LAN (node/shells/mdns.py); None: config p2p.mdns
 
 
 class Daemon:
@@ -358,6 +361,7 @@ class Daemon:
         self.service: MemoryService | None = None
         self.replicator: Replicator | None = None
         self.p2p_addrs: list[str] = []
+        self.mdns: Discovery | None = None
         self.local_principal = ""
         self.tcp_port: int | None = None
         self.started = time.monotonic()
@@ -450,6 +454,9 @@ class Daemon:
             await self.trio.start()
             if self.replicator is not None:
                 self.p2p_addrs = await self.trio.call(self._start_p2p)
+                if self.opts.mdns if self.opts.mdns is not None else mdns_enabled(self.home):
+                    self.mdns = Discovery(peer_id_of(self.service.node.node_id), self.p2p_addrs, self._found)
+                    await self.mdns.start()
             server = await self._start_grpc(health)
             await self._start_gate()
             self._write_info()
@@ -500,6 +507,15 @@ class Daemon:
                 if run_moved:
                     _event("indexed", vectors=run_moved, s=round(time.monotonic() - run_t0, 3))
                 run_moved = 0
+
+    def _found(self, addrs: list[str]) -> None:
+        """A node found on the LAN (mDNS): dial it and keep dialling, as a bootstrap peer."""
+        replicator = self.replicator
+        if replicator is None or self._stopping or not self.trio.running:
+            return
+        task = asyncio.ensure_future(self.trio.call(functools.partial(replicator.discovered, addrs)))
+        self._pumps.add(task)
+        task.add_done_callback(self._pumps.discard)
 
     async def _start_p2p(self) -> list[str]:
         assert self.replicator is not None
@@ -618,6 +634,9 @@ class Daemon:
             await server.stop(self.opts.grace_s)  # drains in-flight calls, then cancels what is left
         for t in list(self._pumps):
             t.cancel()
+        if self.mdns is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.mdns.close(), 10)
         if self.replicator is not None and self.trio.running:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.trio.call(self.replicator.stop), 30)

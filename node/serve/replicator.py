@@ -106,6 +106,7 @@ class Replicator:
         self._asking: dict[bytes, trio.Event] = {}  # peer reads in flight: set when every peer asked has answered
         self.events = 0
         self.errors = 0
+        self.discoveries = 0  # peers found on the LAN and dialled
 
     # -- trio side -------------------------------------------------------------------------------------------------
 
@@ -221,6 +222,18 @@ class Replicator:
                     pass
             except NotConnected:
                 pass  # it left; the engine starts over when it is back
+
+    async def discovered(self, addrs: Sequence[str]) -> None:
+        """A peer found on the LAN (trio): dial it and keep dialling, as a bootstrap peer. A bad address is logged."""
+        host = self.host
+        if host is None:
+            return
+        try:
+            await host.connect_bootstrap(addrs)
+        except P2PError as e:
+            log.warning("discovered_unusable", extra={"fields": {"addresses": list(addrs), "error": str(e)}})
+            return
+        self.discoveries += 1
 
     async def ask(
         self, caller: Principal, text: str, *, k: int, boundaries: Sequence[str], fan_out: int, deadline_s: float
@@ -352,6 +365,7 @@ class Replicator:
             "boundaries": self.replica.describe(),
             "peers": {p: dataclasses.asdict(s) for p, s in self.sync.stats().items()},
             "counters": dict(sorted(self.replica.counters.items())),
+            "discovered": self.discoveries,
         }
 
 

@@ -195,15 +195,26 @@ class Fleet:
         shutil.copytree(peer.home, home, symlinks=True)
         return Peer(peer.name, home, peer.node_id)
 
-    def start(self, peer: Peer, *, principal: str, dial: Iterable[str] = ()) -> Daemon:
-        """Start ``gaml run`` listening for libp2p on loopback and dialling ``dial``; does not wait (see :meth:`up`).
-        A replication status left by an earlier run is removed first, so what a test reads is this run's."""
+    def start(
+        self,
+        peer: Peer,
+        *,
+        principal: str,
+        dial: Iterable[str] = (),
+        listen: str = LOOPBACK,
+        netns: str = "",
+        extra: Iterable[str] = (),
+    ) -> Daemon:
+        """Start ``gaml run`` listening for libp2p on ``listen`` (loopback) and dialling ``dial``, in network namespace
+        ``netns`` if given (``ip netns exec``: the same process, so its pid is the daemon's); does not wait (see
+        :meth:`up`). A replication status left by an earlier run is removed first: what a test reads is this run's."""
         replication_path(peer.home).unlink(missing_ok=True)
-        args = ["--home", str(peer.home), "run", "--principal", principal, "--grace", "5", "--p2p", LOOPBACK]
+        args = ["--home", str(peer.home), "run", "--principal", principal, "--grace", "5", "--p2p", listen, *extra]
         for a in dial:
             args += ["--peer", a]
+        prefix = ["ip", "netns", "exec", netns] if netns else []
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gaml.node.cli", *args],
+            [*prefix, sys.executable, "-m", "gaml.node.cli", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
