@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim sim-long sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim sim-long sim-real sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -80,6 +80,10 @@ LONG_SEEDS ?= 100
 LONG_SCENARIOS ?= trusted_devices tenants enterprise_subnet
 sim-long: $(STAMP) ## LONG_SEEDS seeds (default 100) of every shipped scenario (hours: the 100-node one takes minutes a seed)
 	for s in $(LONG_SCENARIOS); do $(BIN)/python -m simulations run --scenario simulations/scenarios/$$s.toml --seed 1 --seeds $(LONG_SEEDS) --json bench/results/sim-long-$$s.json || exit 1; done
+
+sim-real: $(STAMP) ## SCENARIO on real daemons in network namespaces (root), links through the fault proxy; report in bench/results/
+	$(BIN)/python -m gaml.simulations run --scenario simulations/scenarios/$(SCENARIO).toml --seed $(SIM_SEED) --real \
+		--json bench/results/sim-real-$(SCENARIO).json
 
 sim-replication: $(STAMP) ## the replication simulation (20 nodes, 3 boundaries, 1,000 assets, faults) for SEEDS seeds from SEED
 	$(BIN)/python -m gaml.simulations --seed $(SEED) --seeds $(SEEDS)

@@ -185,20 +185,36 @@ def _run(argv: list[str]) -> int:
     p.add_argument("--seeds", type=int, default=1, help="run this many seeds from --seed on")
     p.add_argument("--json", type=Path, help="write the report here (one seed: an object; more: a list)")
     p.add_argument("--plot", type=Path, help="draw the report here (PNG)")
+    p.add_argument(
+        "--real",
+        action="store_true",
+        help="drive real daemons in network namespaces instead (simulations/real.py; root; scaled to --max-nodes)",
+    )
+    p.add_argument("--max-nodes", type=int, default=8, help="the real mode's daemons (4 to 8; default 8)")
+    p.add_argument("--assets-per-node", type=int, default=15, help="the real mode's puts per daemon (default 15)")
     args = p.parse_args(argv)
     if args.seeds < 1:
         p.error("--seeds is at least 1")
+    if args.real and not 4 <= args.max_nodes <= 8:
+        p.error("--max-nodes is 4 to 8")
     try:
         scenario = load(args.scenario)
     except InvalidInput as e:
         p.error(str(e))
+    if args.real:
+        from gaml.simulations.lan import lan_unavailable
+
+        why = lan_unavailable()
+        if why:
+            p.error(f"the real mode needs network namespaces: {why}")
     results = []
     for seed in range(args.seed, args.seed + args.seeds):
         try:
-            r = harness.run(scenario, seed)
+            r = _real(scenario, seed, args) if args.real else harness.run(scenario, seed)
         except harness.InvariantBroken as e:
+            real = " --real" if args.real else ""
             print(
-                f"FAILED: {e}\nreproduce: python -m simulations run --scenario {args.scenario} --seed {seed}",
+                f"FAILED: {e}\nreproduce: python -m simulations run --scenario {args.scenario} --seed {seed}{real}",
                 file=sys.stderr,
             )
             if args.json:
@@ -211,6 +227,19 @@ def _run(argv: list[str]) -> int:
     if args.plot:
         report.plot(results, args.plot)
     return 0
+
+
+def _real(scenario: object, seed: int, args: argparse.Namespace) -> dict:
+    import shutil
+    import tempfile
+
+    from gaml.simulations import real
+
+    base = Path(tempfile.mkdtemp(prefix="gaml-real-", dir="/tmp"))
+    try:
+        return real.run(scenario, seed, base, max_nodes=args.max_nodes, assets_per_node=args.assets_per_node)  # type: ignore[arg-type]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

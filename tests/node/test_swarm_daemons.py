@@ -1,5 +1,5 @@
 """The public swarm between real daemons: four `gaml run` processes in network namespaces joined by a bridge (a LAN
-made by the test: ``tests/node/netns_util.py``), real RocksDB stores, real libp2p.
+made by the test: ``simulations/lan.py``), real RocksDB stores, real libp2p.
 
 A, B and C start with ``--mdns`` and no address of anyone: they find each other on the LAN. D does not announce itself
 and knows only A's address (bootstrap). All four joined the swarm ``lan-swarm``. A holds public memory that asks for
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from gaml.node.core.replica import Replica
-from tests.node.netns_util import Lan, lan_unavailable
+from gaml.simulations.lan import Lan, lan_unavailable
 from tests.node.p2p_util import Fleet, files_containing, get_or_none
 from tests.node.test_replication import words
 

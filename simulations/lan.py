@@ -1,6 +1,8 @@
-"""A LAN on one machine for the tests: network namespaces joined by a bridge (``ip netns``, veth; needs root).
+"""A LAN on one machine: network namespaces joined by a bridge (``ip netns``, veth; needs root). For the real mode of
+the simulation (simulations/real.py) and the tests that need a network (mDNS).
 
-``Lan(n)`` makes a namespace holding a bridge and ``n`` host namespaces, each with loopback up and one veth (``eth0``,
+``Lan(n)`` makes a namespace holding a bridge (which has ``10.213.T.254`` itself, for the link proxies) and ``n`` host
+namespaces, each with loopback up and one veth (``eth0``,
 ``10.213.T.i/24``, multicast on) plugged into the bridge, so processes in the hosts reach each other by unicast and by
 link-local multicast (mDNS), and nothing outside. Names carry a random tag, so concurrent runs do not collide; closing
 deletes the namespaces, and with them every interface made. :func:`lan_unavailable` says why a machine cannot (not
@@ -51,6 +53,15 @@ class Lan:
             self.close()
             raise
 
+    @property
+    def bridge_ip(self) -> str:
+        """The bridge namespace's own address (where the link proxies listen)."""
+        return f"10.213.{self.subnet}.254"
+
+    def exec(self, ns: str) -> list[str]:
+        """The command prefix that runs a program in namespace ``ns``."""
+        return ["ip", "netns", "exec", ns]
+
     def ip(self, i: int) -> str:
         """The address of host ``i`` (0-based)."""
         return f"10.213.{self.subnet}.{i + 1}"
@@ -59,7 +70,9 @@ class Lan:
         _ip("netns", "add", self.bridge)
         self._made.append(self.bridge)
         _ip("-n", self.bridge, "link", "add", "br0", "type", "bridge")
+        _ip("-n", self.bridge, "addr", "add", f"{self.bridge_ip}/24", "dev", "br0")
         _ip("-n", self.bridge, "link", "set", "br0", "up")
+        _ip("-n", self.bridge, "link", "set", "lo", "up")
         for i, ns in enumerate(self.hosts):
             _ip("netns", "add", ns)
             self._made.append(ns)
