@@ -5,7 +5,8 @@ A, B and C start with ``--mdns`` and no address of anyone: they find each other 
 and knows only A's address (bootstrap). All four joined the swarm ``lan-swarm``. A holds public memory that asks for
 the swarm, private memory, and shared memory meant for the public only as a redacted packet (and that packet). The
 public asset reaches B, C and D; nothing else does: their stores hold it alone, and a raw scan of every file of their
-homes finds none of the other assets' words or ids. Every wait polls with a deadline; nothing sleeps.
+homes finds none of the other assets' words or ids. B's hydration that asks its swarm peers gets the public asset in
+their answers. Every wait polls with a deadline; nothing sleeps.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from gaml.node.core.replica import Replica
 from gaml.simulations.lan import Lan, lan_unavailable
+from gaml.v1 import memory_pb2
 from tests.node.p2p_util import Fleet, files_containing, get_or_none
 from tests.node.test_replication import words
 
@@ -85,6 +87,16 @@ def test_public_memory_travels_a_swarm_found_by_mdns_and_bootstrap_and_nothing_e
             assert got is not None and public_w in got["payload"]["text"]
             for other in (private, shared, packet):
                 assert get_or_none(cl, other) is None
+    # A swarm read: B asks its swarm peers (named: the swarm holds no memory of alice's own) for the public fact.
+    with db.client() as cl:
+        out = cl.hydrate(
+            f"when does the {public_w} bridge open",
+            300,
+            peers=memory_pb2.PeerRead(deadline_ms=10_000, boundaries=[SWARM]),
+        )
+        peers = out["receipt"]["peers"]
+        assert peers["boundaries"] == [SWARM] and peers["asked"], peers
+        assert any(public in x["assets"] for x in peers["answered"]), peers
     for dp in (dd, dc, db, da):
         dp.stop()
 
