@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from gaml.bench.replication_bench import (
-    PRINCIPAL,
     Daemon,
     Drafts,
     Home,
@@ -51,34 +50,15 @@ from gaml.bench.replication_bench import (
     make_home,
     now_us,
     p2p_rtt,
+    pair_all,
     peer_stats,
     summary,
 )
 from gaml.bench.retrieve_bench import code_version
 from gaml.bench.store_bench import log, run_and_write
-from gaml.node.core.replica import Replica
-from gaml.node.home import open_node
 from gaml.v1 import memory_pb2
 
 WAIT_S = 600.0
-
-
-def pair_all(a: Home, others: Sequence[Home]) -> bytes:
-    """A creates alice's devices boundary and invites every other home, which joins (``gaml pair``, in process)."""
-    node = open_node(a.path, a.unlock)
-    try:
-        rep = Replica(node)
-        bid = rep.create("devices", f"{PRINCIPAL}-devices", PRINCIPAL, now_us()).id
-        rosters = [rep.invite(bid, o.node_id, "member", now_us()).encode() for o in others]
-    finally:
-        node.close(checkpoint=False)
-    for o, roster in zip(others, rosters, strict=True):
-        node = open_node(o.path, o.unlock)
-        try:
-            Replica(node).join(roster, now_us())
-        finally:
-            node.close(checkpoint=False)
-    return bid
 
 
 def wait(what: str, ok: Any, timeout_s: float = WAIT_S, poll_s: float = 0.25) -> None:

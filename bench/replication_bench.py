@@ -196,19 +196,24 @@ def make_home(base: Path, name: str) -> Home:
 
 def pair(a: Home, b: Home) -> bytes:
     """``gaml pair B --owner alice`` on A, then ``gaml pair --join`` on B, in process; the boundary id."""
+    return pair_all(a, [b])
+
+
+def pair_all(a: Home, others: Sequence[Home]) -> bytes:
+    """A creates alice's devices boundary and invites every other home, which joins (``gaml pair``, in process)."""
     node = open_node(a.path, a.unlock)
     try:
         rep = Replica(node)
-        now = now_us()
-        bid = rep.create("devices", f"{PRINCIPAL}-devices", PRINCIPAL, now).id
-        roster = rep.invite(bid, b.node_id, "member", now).encode()
+        bid = rep.create("devices", f"{PRINCIPAL}-devices", PRINCIPAL, now_us()).id
+        rosters = [rep.invite(bid, o.node_id, "member", now_us()).encode() for o in others]
     finally:
         node.close(checkpoint=False)
-    node = open_node(b.path, b.unlock)
-    try:
-        Replica(node).join(roster, now_us())
-    finally:
-        node.close(checkpoint=False)
+    for o, roster in zip(others, rosters, strict=True):
+        node = open_node(o.path, o.unlock)
+        try:
+            Replica(node).join(roster, now_us())
+        finally:
+            node.close(checkpoint=False)
     return bid
 
 

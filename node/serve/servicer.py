@@ -306,17 +306,23 @@ class MemoryServicer:
             reason=r.reason,
         )
 
+    async def _ask_peers(
+        self, req: Any, ctx: grpc.aio.ServicerContext, method: str, text: str
+    ) -> tuple[Principal | None, dict[str, Any] | None]:
+        """A request with ``peers`` set: who calls (admitted once, here) and the report of the peer read that runs
+        before the call's own work; (None, None) without."""
+        if not req.HasField("peers"):
+            return None, None
+        read = _peer_read(req.peers)
+        caller = await self.rt.authenticate(ctx, method, req.ByteSize())
+        return caller, await self.rt.ask_peers(ctx, caller, text, read)
+
     async def Search(self, req: memory_pb2.SearchRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.SearchResponse:
         _check(req)
         purpose, location = _intent(req, Permission.READ)
         mode = _enum(_SEARCH_MODES, req.mode, "mode")
         types = [_enum(_TYPES, t, "types") for t in req.types]
-        caller: Principal | None = None
-        peers: dict[str, Any] | None = None
-        if req.HasField("peers"):
-            read = _peer_read(req.peers)
-            caller = await self.rt.authenticate(ctx, "Search", req.ByteSize())
-            peers = await self.rt.ask_peers(ctx, caller, req.text, read)
+        caller, peers = await self._ask_peers(req, ctx, "Search", req.text)
         hits = await self.rt.call(
             ctx,
             "Search",
@@ -361,12 +367,7 @@ class MemoryServicer:
         mode = _enum(_HYDRATION_MODES, req.mode, "mode")
         plane = _plane(req.plane)
         counter = req.counter or "heuristic"
-        caller: Principal | None = None
-        peers: dict[str, Any] | None = None
-        if req.HasField("peers"):
-            read = _peer_read(req.peers)
-            caller = await self.rt.authenticate(ctx, "Hydrate", req.ByteSize())
-            peers = await self.rt.ask_peers(ctx, caller, req.goal, read)
+        caller, peers = await self._ask_peers(req, ctx, "Hydrate", req.goal)
         out = await self.rt.call(
             ctx,
             "Hydrate",
