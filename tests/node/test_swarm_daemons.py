@@ -23,7 +23,8 @@ from tests.node.p2p_util import Fleet, files_containing, get_or_none
 from tests.node.test_replication import words
 
 WHY = lan_unavailable()
-pytestmark = pytest.mark.skipif(bool(WHY), reason=f"no LAN of namespaces here: {WHY}")
+# Slow (half a minute, four daemons in namespaces): `make test-slow`, beside the real mode of the simulation.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(WHY), reason=f"no LAN of namespaces here: {WHY}")]
 
 SWARM = "lan-swarm"
 
