@@ -50,7 +50,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 from gaml.crdt import wire
@@ -356,12 +356,21 @@ class Sync:
     # -- peer reads --------------------------------------------------------------------------------------------------
 
     def ask(
-        self, qid: bytes, text: str, k: int, bids: Sequence[bytes], fan_out: int, now: int
+        self,
+        qid: bytes,
+        text: str,
+        k: int,
+        bids: Sequence[bytes],
+        fan_out: int,
+        now: int,
+        *,
+        who: Callable[[str, bytes], bool] | None = None,
     ) -> tuple[list[Effect], list[tuple[str, bytes]]]:
         """Start peer read ``qid``: ask up to ``fan_out`` peers for ``k`` objects matching ``text`` on each of
-        ``bids`` open for them now. The peers are taken in an order drawn from ``qid`` (repeated reads spread over a
-        boundary's members). Returns the frames and the (peer, boundary) pairs asked; none when no peer is open on
-        any of ``bids``. Finish it with :meth:`finish`."""
+        ``bids`` open for them now (and, if given, for which ``who(peer, bid)`` holds: the node asks members, not
+        relays). The peers are taken in an order drawn from ``qid`` (repeated reads spread over a boundary's
+        members). Returns the frames and the (peer, boundary) pairs asked; none when no peer is open on any of
+        ``bids``. Finish it with :meth:`finish`."""
         if len(qid) != wire.QID_BYTES or qid in self._asks:
             raise SyncError(f"a peer read needs a fresh {wire.QID_BYTES}-byte id")
         if not 1 <= k <= wire.MAX_ASK_K or fan_out < 1:
@@ -373,7 +382,11 @@ class Sync:
         peers = 0
         for peer in order:
             s = self._sessions[peer]
-            links = [s.by_bid[b] for b in wanted if b in s.by_bid and self._is_open(peer, s.by_bid[b])]
+            links = [
+                s.by_bid[b]
+                for b in wanted
+                if b in s.by_bid and self._is_open(peer, s.by_bid[b]) and (who is None or who(peer, b))
+            ]
             if not links:
                 continue
             for link in links:

@@ -256,7 +256,8 @@ class Replicator:
                     await event.wait()
         finally:
             del self._asking[qid]
-        report = await self._core(functools.partial(self._ask_finish, qid, bids))
+            with trio.CancelScope(shield=True):  # a cancelled call still ends its read in the engine
+                report = await self._core(functools.partial(self._ask_finish, qid, bids))
         report |= {"deadline_ms": round(deadline_s * 1000, 3), "fan_out": fan_out, "k": k}
         report["wall_ms"] = round((time.monotonic() - started) * 1000, 3)
         return report
@@ -294,7 +295,12 @@ class Replicator:
                     )
         else:
             bids = sorted(bytes.fromhex(i) for i, d in mine.items() if _holds_memory_of(d, caller, public_ok=False))
-        outs, _ = self.sync.ask(qid, text, k, bids, fan_out, now_us())
+
+        def member(peer: str, bid: bytes) -> bool:  # a relay cannot open, so cannot rank, what it carries
+            roster = self.replica.roster_of(bid)
+            return roster is not None and roster.role(peer) == "member"
+
+        outs, _ = self.sync.ask(qid, text, k, bids, fan_out, now_us(), who=member)
         return outs, bids
 
     def _ask_finish(self, qid: bytes, bids: Sequence[bytes]) -> dict[str, Any]:

@@ -770,6 +770,8 @@ def test_fan_out_caps_the_peers_asked_and_the_order_spreads_reads() -> None:
     assert firsts == {"b", "c", "d"}  # each of them is asked first by some read
     assert sorted(start_read(c, b"z" * 8, "x", [X, Y], fan_out=3)) == ["b", "c", "d"]
     assert start_read(c, b"w" * 8, "x", [], fan_out=3) == []  # no boundary, no one asked
+    _, asked = c.nodes["a"].sync.ask(b"v" * 8, "x", 4, [X, Y], 3, c.net.clock.now(), who=lambda p, b: p != "c")
+    assert sorted(p for p, _ in asked) == ["b", "d"]  # c is left out (as a relay would be)
 
 
 def test_answers_nobody_asked_for_late_or_twice_are_dropped() -> None:
