@@ -163,6 +163,7 @@ class World:
         self.control = base / "proxy.sock"
         self.unlock = Unlock(key=KEY)
         self.step = 0
+        self.flaps: list[tuple[float, list[int]]] = []  # (when, links) a flap brings back up
 
     # -- setup ---------------------------------------------------------------------------------------------------
 
@@ -368,6 +369,9 @@ def run(sc: Scenario, seed: int, base: Path, *, max_nodes: int = 8, assets_per_n
         timeline: list[dict[str, Any]] = []
 
         def restart_due() -> None:
+            for when, ks in [f for f in w.flaps if time.monotonic() - t0 >= f[0]]:
+                w.flaps.remove((when, ks))
+                w.command({"up": [k for k in ks if k not in down]})  # a partition since keeps its own
             for n in w.nodes:
                 if n.crashed_until and time.monotonic() - t0 >= n.crashed_until:
                     n.crashed_until = 0.0
@@ -428,8 +432,10 @@ def run(sc: Scenario, seed: int, base: Path, *, max_nodes: int = 8, assets_per_n
                 _fault(w, fault, rng, down, t0)
         workload_s = time.monotonic() - t0
         # Liveness: every link up, every daemon back, then members converge.
-        if down:
-            w.command({"up": sorted(down)})
+        flapped = {k for _, ks in w.flaps for k in ks}
+        w.flaps.clear()
+        if down or flapped:
+            w.command({"up": sorted(down | flapped)})
             down.clear()
         for n in w.nodes:
             if n.crashed_until:
@@ -522,9 +528,9 @@ def _fault(w: World, f: Any, rng: random.Random, down: set[int], t0: float) -> N
             w.command({"up": sorted(down)})
             down.clear()
     elif f.kind == "flap":
-        ks = rng.sample(range(len(w.links)), min(f.links, len(w.links)))
+        ks = [k for k in rng.sample(range(len(w.links)), min(f.links, len(w.links))) if k not in down]
         w.command({"down": ks})
-        down |= set(ks)  # back up at the next heal, or after the workload (a flap is a short partition here)
+        w.flaps.append(((time.monotonic() - t0) + f.for_seconds, ks))
     elif f.kind == "crash":
         alive = [n for n in w.nodes if not n.crashed_until]
         for n in rng.sample(alive, min(f.nodes, len(alive))):
