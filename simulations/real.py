@@ -302,11 +302,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _readable(n: RealNode, id_: str) -> bool | None:
-    """Whether ``id_`` reads on ``n`` through its socket (None: the daemon did not answer)."""
+def _readable(c: Client, id_: str) -> bool | None:
+    """Whether ``id_`` reads through a node's socket client (None: the daemon did not answer)."""
     try:
-        with contextlib.closing(_client(n)) as c:
-            c.get(id_, timeout_s=10)
+        c.get(id_, timeout_s=10)
         return True
     except NotFound:
         return False
@@ -384,12 +383,15 @@ def run(sc: Scenario, seed: int, base: Path, *, max_nodes: int = 8, assets_per_n
                 if not n.crashed_until and n.process is not None and n.process.poll() is not None:
                     raise InvariantBroken(f"seed {seed} step {w.step}: {n.name}'s daemon died ({w._tail(n)})")
             lost = 0
-            for x in written:
-                writer = w.nodes[x.writer]
-                if x.deleted or writer.crashed_until:
-                    continue
-                if _readable(writer, x.id) is False:
-                    lost += 1
+            clients = {n.index: _client(n) for n in w.nodes if n.role == "member" and not n.crashed_until}
+            try:
+                for x in written:
+                    c = clients.get(x.writer)
+                    if c is not None and not x.deleted and _readable(c, x.id) is False:
+                        lost += 1
+            finally:
+                for c in clients.values():
+                    c.close()
             timeline.append({"t": round(time.monotonic() - t0, 3), "phase": phase, "lost": lost, "leaks": 0})
             if lost:
                 raise InvariantBroken(
@@ -541,13 +543,16 @@ def _fault(w: World, f: Any, rng: random.Random, down: set[int], t0: float) -> N
 def _unconverged(w: World, written: list[Written]) -> int:
     """(member, asset) pairs still wrong: a live asset a member cannot read, or a deleted one it still can."""
     wrong = 0
-    for x in written:
-        if not x.shape:
-            continue
-        for i in w.layout[x.shape]["members"]:
-            got = _readable(w.nodes[i], x.id)
-            if got is None or got == x.deleted:
-                wrong += 1
+    clients = {n.index: _client(n) for n in w.nodes if n.role == "member"}
+    try:
+        for x in written:
+            for i in w.layout[x.shape]["members"] if x.shape else ():
+                got = _readable(clients[i], x.id)
+                if got is None or got == x.deleted:
+                    wrong += 1
+    finally:
+        for c in clients.values():
+            c.close()
     return wrong
 
 

@@ -36,6 +36,7 @@ import trio
 
 from gaml.crdt import wire
 from gaml.crdt.errors import NotConnected, P2PError, SendQueueFull
+from gaml.crdt.membership import Boundary
 from gaml.crdt.p2p import P2PHost
 from gaml.crdt.sync import AskReport, Sync
 from gaml.node.core.replica import Replica
@@ -283,18 +284,20 @@ class Replicator:
             raise InvalidInput(f"a peer read asks at least one peer, not {fan_out}")
         if len(text.encode()) > wire.MAX_ASK_TEXT_BYTES:
             raise InvalidInput(f"a peer read's text is at most {wire.MAX_ASK_TEXT_BYTES} bytes")
-        mine = {d["id"]: d for d in self.replica.describe() if d["role"] == "member"}
+        me = self.replica.node_id
+        rosters = {bid: self.replica.bound(bid).roster for bid in self.replica.boundary_ids()}
+        mine = {bid: ro.boundary for bid, ro in rosters.items() if ro.role(me) == "member"}
         if names:
             bids = [self.replica.find(n) for n in dict.fromkeys(names)]
             for bid in bids:
-                d = mine.get(bid.hex())
-                if d is None or not _holds_memory_of(d, caller, public_ok=True):
-                    name = d["name"] if d else bid.hex()[:16]
+                b = mine.get(bid)
+                if b is None or not _holds_memory_of(b, caller, public_ok=True):
+                    name = b.name if b else bid.hex()[:16]
                     raise PolicyError(
                         f"{caller.id} may not ask the peers of boundary {name}: it holds none of its memory"
                     )
         else:
-            bids = sorted(bytes.fromhex(i) for i, d in mine.items() if _holds_memory_of(d, caller, public_ok=False))
+            bids = sorted(bid for bid, b in mine.items() if _holds_memory_of(b, caller, public_ok=False))
 
         def member(peer: str, bid: bytes) -> bool:  # a relay cannot open, so cannot rank, what it carries
             roster = self.replica.roster_of(bid)
@@ -309,7 +312,11 @@ class Replicator:
     def _report(self, r: AskReport, bids: Sequence[bytes]) -> dict[str, Any]:
         """A finished peer read as the receipt declares it: boundaries by name, nodes by id, the assets each answer
         brought (those the node keeps: a rejected object names none)."""
-        names = {bytes.fromhex(d["id"]): d["name"] for d in self.replica.describe()}
+        names = {}
+        for bid in {*bids, *(a.bid for a in r.answers)}:
+            roster = self.replica.roster_of(bid)
+            if roster is not None:
+                names[bid] = roster.boundary.name
         connected = set(self.sync.peers())
         answered = []
         for a in r.answers:
@@ -375,14 +382,14 @@ class Replicator:
         }
 
 
-def _holds_memory_of(d: dict[str, Any], caller: Principal, *, public_ok: bool) -> bool:
-    """Whether a boundary (as :meth:`Replica.describe` gives it) holds memory of the caller: its devices (for an agent
-    or device, its user's), a subnet or tenant group of one of its tenants, or the public swarm where named."""
-    if d["kind"] == PUBLIC:
+def _holds_memory_of(b: Boundary, caller: Principal, *, public_ok: bool) -> bool:
+    """Whether a boundary holds memory of the caller: its devices (for an agent or device, its user's), a subnet or
+    tenant group of one of its tenants, or the public swarm where named."""
+    if b.kind == PUBLIC:
         return public_ok
-    if d["kind"] == DEVICES:
-        return d["label"] in {caller.id, caller.on_behalf_of} - {""}
-    return d["label"] in caller.tenants
+    if b.kind == DEVICES:
+        return b.label in {caller.id, caller.on_behalf_of} - {""}
+    return b.label in caller.tenants
 
 
 def status_key(keychain: Keychain) -> bytes:
