@@ -39,6 +39,16 @@ a callback is logged and counted, and the stream goes on.
 Threads. Everything runs on the trio thread (in the daemon, trio is a guest of the uvloop thread). The one method for
 other threads is :meth:`P2PHost.send_threadsafe`.
 
+Gossip (optional: ``P2PHost(..., gossip=GossipParams())``): libp2p gossipsub v1.1 on the same connections, for the
+public swarm's objects (crdt/swarm.py says what a message holds). :meth:`P2PHost.subscribe` takes a *validator*
+``validate(forwarder, publisher, data) -> bool`` that runs before a message is delivered or forwarded: False only for
+a verifiably bad message (its signature, schema or size), which gossipsub counts against the forwarder (P4) and never
+forwards; anything else (a duplicate, an object this node does not want) is valid for gossip and decided by the
+caller. Peer scores also take an application score per node (``GossipParams.app_score``: the caller feeds claim
+reputation), so a peer below ``graylist_threshold`` is ignored altogether and meshes prefer well-scored peers. The
+publisher's own messages are not delivered back to it (DEPENDENCIES.md P11). Publishers are identified by their
+signed ``from`` (strict signing), so ``publisher`` is authenticated like ``node_id`` is for frames.
+
 Not here: mDNS. libp2p 0.8.1's mDNS runs zeroconf on its own thread and writes the peerstore from there (not
 thread-safe with trio), uses a process-wide discovery event bus, and needs a multicast interface (loopback here has
 none), so discovery is left to configured bootstrap addresses.
@@ -47,6 +57,8 @@ none), so discovery is left to configured bootstrap addresses.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import logging
 import os
 import socket
@@ -59,7 +71,7 @@ from typing import TYPE_CHECKING
 import multiaddr  # type: ignore[import-untyped]
 import trio
 from libp2p import ConnectionConfig, create_yamux_muxer_option, new_host
-from libp2p.abc import IHost, INetConn, INetStream, INetwork, INotifee
+from libp2p.abc import IHost, INetConn, INetStream, INetwork, INotifee, ISubscriptionAPI
 from libp2p.crypto.ed25519 import Ed25519PublicKey, create_new_key_pair
 from libp2p.crypto.keys import KeyType
 from libp2p.crypto.x25519 import create_new_key_pair as create_x25519_key_pair
@@ -69,8 +81,13 @@ from libp2p.network.stream.net_stream import NetStream
 from libp2p.network.swarm import Swarm
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo, info_from_p2p_addr
+from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
+from libp2p.pubsub.pb import rpc_pb2
+from libp2p.pubsub.pubsub import Pubsub
+from libp2p.pubsub.score import PeerScorer, ScoreParams, TopicScoreParams
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
+from libp2p.tools.anyio_service import background_trio_service
 
 from gaml.crdt.errors import (
     BadAddress,
@@ -98,6 +115,7 @@ _READ_BYTES = 1 << 20  # the most one read asks of the stream (it may return les
 _WRITE_BYTES = 256 << 10  # small frames queued together go out in one write of up to this much
 _HEX = frozenset("0123456789abcdef")
 _CLEANUP_S = 5.0  # the longest a teardown (closing a connection, waiting for sessions) may take
+GOSSIP_MAX_BYTES = 512 << 10  # one gossip message's data: well inside pubsub's 1 MiB limit on an inbound RPC
 
 
 # -- identities ----------------------------------------------------------------------------------------------------
@@ -135,6 +153,10 @@ def node_id_of(peer_id: str) -> str:
     except Exception as e:  # base58 and multihash decoding raise assorted ValueErrors
         raise BadIdentity(f"not a peer id: {peer_id!r}") from e
     return _node_of(peer)
+
+
+def _content_id(msg: rpc_pb2.Message) -> bytes:
+    return hashlib.sha256(bytes(msg.data)).digest()
 
 
 def _conn_of(stream: INetStream) -> INetConn:
@@ -215,8 +237,50 @@ class P2PStatistics:
     callback_errors: int  # exceptions raised by on_connected / on_frame / on_disconnected
 
 
+@dataclass(frozen=True)
+class GossipParams:
+    """Gossipsub for a host: mesh degree, heartbeat, and peer scoring.
+
+    A peer's score is ``app_weight * app_score(node)`` minus ``invalid_weight`` per invalid message it forwarded
+    (decaying by ``invalid_decay`` a heartbeat, counted up to ``invalid_cap``). Below ``publish_threshold`` its
+    messages are dropped unread, below ``gossip_threshold`` it gets no gossip, below ``graylist_threshold`` it is shut
+    out (:meth:`P2PHost._police`). With these defaults the validator judges a peer's first three invalid messages (the
+    public swarm strikes and bans it at three: crdt/swarm.py), drops the fourth on unread, and graylists it at five
+    (until they decay: a count halves in about 70 heartbeats); an application score of -50 or less graylists at
+    once. gossipsub also drops a forwarder's messages beyond ``max_per_second`` per topic, with a behaviour penalty,
+    so a publisher should bundle.
+    """
+
+    app_score: Callable[[str], float] | None = None  # node id -> application score (called on the trio thread)
+    app_weight: float = 1.0
+    invalid_weight: float = 10.0
+    invalid_cap: float = 100.0
+    invalid_decay: float = 0.99
+    publish_threshold: float = -35.0
+    gossip_threshold: float = -10.0
+    graylist_threshold: float = -50.0
+    degree: int = 6
+    degree_low: int = 4
+    degree_high: int = 12
+    heartbeat_s: int = 1
+    max_per_second: float = 50.0  # per forwarder: it forwards every publisher's messages
+
+
+@dataclass(frozen=True)
+class GossipStatistics:
+    """Gossip counters since the host was made."""
+
+    topics: tuple[str, ...]
+    published: int  # messages this node published
+    delivered: int  # valid messages of other publishers handed to ``on_message``
+    invalid: int  # messages the validator refused (each counted against its forwarder)
+    callback_errors: int  # exceptions raised by a validator or ``on_message``
+
+
 OnPeer = Callable[[str], None]
 OnFrame = Callable[[str, bytes], None]
+GossipValidator = Callable[[str, str, bytes], bool]  # (forwarder, publisher, data) -> valid
+OnGossip = Callable[[str, bytes], None]  # (publisher, data)
 
 
 def _ignore_peer(node_id: str) -> None:
@@ -346,6 +410,7 @@ class P2PHost:
         outbox_bytes: int = 16 << 20,
         open_timeout_s: float = 10.0,
         quiet: bool = True,
+        gossip: GossipParams | None = None,
     ) -> None:
         if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
             raise BadIdentity(f"the identity seed is {SEED_BYTES} bytes (the node's Ed25519 seed)")
@@ -380,6 +445,33 @@ class P2PHost:
         self._swarm.retry_config = RetryConfig(max_retries=0)
         self._host.set_stream_handler(_PROTOCOL_ID, self._on_stream)
         self._swarm.register_notifee(_Notifee(self))
+        self._gossip = gossip
+        self._router: GossipSub | None = None
+        self._pubsub: Pubsub | None = None
+        self._topics: dict[str, OnGossip] = {}
+        self._shunned: set[ID] = set()  # peers on pubsub's blacklist for a score below the graylist threshold
+        if gossip is not None:
+            self._router = GossipSub(
+                protocols=[PROTOCOL_ID_V11],
+                degree=gossip.degree,
+                degree_low=gossip.degree_low,
+                degree_high=gossip.degree_high,
+                heartbeat_interval=gossip.heartbeat_s,
+                max_messages_per_topic_per_second=gossip.max_per_second,
+                score_params=ScoreParams(
+                    p4_invalid_messages=TopicScoreParams(
+                        weight=gossip.invalid_weight, cap=gossip.invalid_cap, decay=gossip.invalid_decay
+                    ),
+                    p6_appl_slack_weight=gossip.app_weight,
+                    publish_threshold=gossip.publish_threshold,
+                    gossip_threshold=gossip.gossip_threshold,
+                    graylist_threshold=gossip.graylist_threshold,
+                    app_specific_score_fn=self._app_score if gossip.app_score is not None else None,
+                ),
+            )
+            # Strict signing (the default) makes every message's ``from`` authenticated; a content-addressed id makes
+            # the same bytes one message whoever publishes them.
+            self._pubsub = Pubsub(self._host, self._router, msg_id_constructor=_content_id)
 
         self._sessions: dict[str, _Session] = {}
         self._opening: set[str] = set()
@@ -405,6 +497,10 @@ class P2PHost:
                 "dial_failures",
                 "frames_dropped",
                 "callback_errors",
+                "gossip_published",
+                "gossip_delivered",
+                "gossip_invalid",
+                "gossip_callback_errors",
             ),
             0,
         )
@@ -426,6 +522,8 @@ class P2PHost:
                 self._nursery = nursery
                 self._token = trio.lowlevel.current_trio_token()
                 self._addrs = [str(a) for a in self._host.get_addrs()]
+                if self._pubsub is not None and self._router is not None:
+                    await nursery.start(self._run_gossip, self._pubsub, self._router)
                 task_status.started()
                 await self._closing.wait()
                 for s in list(self._sessions.values()):
@@ -443,6 +541,38 @@ class P2PHost:
             self._token = None
             self._closing.set()
             self._finished.set()
+
+    async def _run_gossip(
+        self, pubsub: Pubsub, router: GossipSub, *, task_status: TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        async with background_trio_service(pubsub), background_trio_service(router):
+            await pubsub.wait_until_ready()
+            task_status.started()
+            assert self._gossip is not None and router.scorer is not None
+            scorer = router.scorer
+            while True:  # gossipsub's heartbeat decays scores; this one acts on them
+                await trio.sleep(self._gossip.heartbeat_s)
+                self._police(pubsub, scorer)
+
+    def _police(self, pubsub: Pubsub, scorer: PeerScorer) -> None:
+        """Shut out the peers below the graylist threshold, and let back those above it again.
+
+        py-libp2p 0.8.1 gates a peer's messages on its topic score only: an application score below the graylist
+        threshold stops its GRAFTs and the gossip sent to it, not the messages it forwards. So a graylisted peer is
+        put on pubsub's blacklist (its pubsub stream is reset, anything it sends or originates is dropped), and taken
+        off when its score recovers (it is heard again from its next connection)."""
+        topics = sorted(self._topics)
+        if not topics:
+            return
+        for peer in list(pubsub.peers):
+            if scorer.is_graylisted(peer, topics):
+                self._shunned.add(peer)
+                pubsub.add_to_blacklist(peer)
+                log.info("gossip_shunned", extra={"fields": {"peer": str(peer)}})
+        for peer in list(self._shunned):
+            if not scorer.is_graylisted(peer, topics):
+                self._shunned.discard(peer)
+                pubsub.remove_from_blacklist(peer)
 
     async def close(self) -> None:
         """Close every session (``on_disconnected`` fires for each), stop listening, and wait until done."""
@@ -486,7 +616,122 @@ class P2PHost:
         return node_id in self._sessions
 
     def statistics(self) -> P2PStatistics:
-        return P2PStatistics(peers=len(self._sessions), **self._counts)
+        return P2PStatistics(
+            peers=len(self._sessions), **{k: v for k, v in self._counts.items() if not k.startswith("gossip_")}
+        )
+
+    # -- gossip ------------------------------------------------------------------------------------------------
+
+    async def subscribe(self, topic: str, validate: GossipValidator, on_message: OnGossip) -> None:
+        """Join gossip ``topic``: ``validate(forwarder, publisher, data)`` judges each new message before it is
+        delivered or forwarded (False: verifiably bad, counted against the forwarder), then
+        ``on_message(publisher, data)`` receives it (a plain function: it must return quickly). Messages this node
+        published are not delivered to it. P2PError if the host has no gossip or is not running."""
+        pubsub = self._running_pubsub()
+        if topic in self._topics:
+            raise P2PError(f"already subscribed to {topic}")
+        pubsub.set_topic_validator(topic, functools.partial(self._validate, validate), False)
+        sub = await pubsub.subscribe(topic)
+        self._topics[topic] = on_message
+        assert self._nursery is not None
+        self._nursery.start_soon(self._deliver_gossip, sub, on_message)
+
+    async def publish(self, topic: str, data: bytes) -> None:
+        """Publish ``data`` (at most :data:`GOSSIP_MAX_BYTES`) on ``topic`` to the mesh. FrameTooLarge if larger."""
+        pubsub = self._running_pubsub()
+        if len(data) > GOSSIP_MAX_BYTES:
+            raise FrameTooLarge(f"a gossip message is at most {GOSSIP_MAX_BYTES} bytes, got {len(data)}")
+        await pubsub.publish(topic, data)
+        self._counts["gossip_published"] += 1
+
+    def gossip_statistics(self) -> GossipStatistics:
+        c = self._counts
+        return GossipStatistics(
+            tuple(sorted(self._topics)),
+            c["gossip_published"],
+            c["gossip_delivered"],
+            c["gossip_invalid"],
+            c["gossip_callback_errors"],
+        )
+
+    def gossip_scores(self) -> dict[str, float]:
+        """Each gossip peer's score now (node id -> score), over the topics this node is in."""
+        router = self._router
+        if router is None or router.scorer is None or self._pubsub is None:
+            return {}
+        topics = sorted(self._topics)
+        out = {}
+        for peer in [*self._pubsub.peers, *self._shunned]:
+            try:
+                out[_node_of(peer)] = round(router.scorer.score(peer, topics), 3)
+            except BadIdentity:
+                continue
+        return dict(sorted(out.items()))
+
+    def gossip_shunned(self) -> list[str]:
+        """The nodes shut out of gossip now for a score below the graylist threshold."""
+        nodes = []
+        for peer in self._shunned:
+            with contextlib.suppress(BadIdentity):
+                nodes.append(_node_of(peer))
+        return sorted(nodes)
+
+    def gossip_peers(self, topic: str) -> list[str]:
+        """The nodes in this node's mesh for ``topic`` (those it forwards every message to)."""
+        router = self._router
+        mesh = router.mesh.get(topic, set()) if router is not None else set()
+        nodes = []
+        for peer in mesh:
+            with contextlib.suppress(BadIdentity):
+                nodes.append(_node_of(peer))
+        return sorted(nodes)
+
+    def _running_pubsub(self) -> Pubsub:
+        if self._pubsub is None:
+            raise P2PError("this host was made without gossip (P2PHost(..., gossip=GossipParams()))")
+        if self._nursery is None:
+            raise P2PError("the host is not running")
+        return self._pubsub
+
+    def _app_score(self, peer: ID) -> float:
+        assert self._gossip is not None and self._gossip.app_score is not None
+        try:
+            return float(self._gossip.app_score(_node_of(peer)))
+        except BadIdentity:
+            return self._gossip.graylist_threshold * 2  # not a GAML node: nothing it sends is read
+        except Exception:
+            self._counts["gossip_callback_errors"] += 1
+            log.error("gossip_score_error", exc_info=True)
+            return 0.0
+
+    def _validate(self, validate: GossipValidator, forwarder: ID, msg: rpc_pb2.Message) -> bool:
+        try:
+            fwd, publisher = _node_of(forwarder), _node_of(ID(msg.from_id))
+            ok = len(msg.data) <= GOSSIP_MAX_BYTES and bool(validate(fwd, publisher, bytes(msg.data)))
+        except BadIdentity:
+            ok = False
+        except Exception:
+            self._counts["gossip_callback_errors"] += 1
+            log.error("gossip_validator_error", exc_info=True)
+            ok = False
+        if not ok:
+            self._counts["gossip_invalid"] += 1
+        return ok
+
+    async def _deliver_gossip(self, sub: ISubscriptionAPI, on_message: OnGossip) -> None:
+        async for msg in sub:
+            try:
+                publisher = _node_of(ID(msg.from_id))
+            except BadIdentity:
+                continue
+            if publisher == self.node_id:
+                continue  # our own message, delivered back by gossipsub (P11)
+            self._counts["gossip_delivered"] += 1
+            try:
+                on_message(publisher, bytes(msg.data))
+            except Exception:
+                self._counts["gossip_callback_errors"] += 1
+                log.error("gossip_callback_error", exc_info=True)
 
     async def wait_connected(self, node_id: str) -> None:
         """Wait until there is a sync stream to ``node_id`` (returns at once if there is one)."""

@@ -60,12 +60,27 @@ def p2p_config(home: Path) -> dict[str, list[str]]:
     return {"listen": listen, "peers": peers}
 
 
+def _p2p_flag(home: Path, key: str, default: bool) -> bool:
+    value = (read_config(home).get("p2p") or {}).get(key, default)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"config.json p2p.{key} is true or false, not {value!r}")
+    return value
+
+
 def mdns_enabled(home: Path) -> bool:
     """Whether config.json's ``p2p.mdns`` asks the daemon to announce and discover peers on the LAN (default no)."""
-    value = (read_config(home).get("p2p") or {}).get("mdns", False)
-    if not isinstance(value, bool):
-        raise InvalidInput(f"config.json p2p.mdns is true or false, not {value!r}")
-    return value
+    return _p2p_flag(home, "mdns", False)
+
+
+def gossip_enabled(home: Path) -> bool:
+    """Whether config.json's ``p2p.gossip`` lets a node in the public swarm gossip its objects (default yes)."""
+    return _p2p_flag(home, "gossip", True)
+
+
+def rendezvous_enabled(home: Path) -> bool:
+    """Whether config.json's ``p2p.rendezvous`` lets a node in the public swarm find swarm nodes in the DHT (default
+    yes)."""
+    return _p2p_flag(home, "rendezvous", True)
 
 
 def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Sequence[str] = ()) -> dict[str, Any]:
@@ -87,9 +102,11 @@ def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Se
 __all__ = [
     "DEFAULT_LISTEN",
     "check_peers",
+    "gossip_enabled",
     "mdns_enabled",
     "p2p_config",
     "read_invitation",
+    "rendezvous_enabled",
     "update_p2p",
     "write_invitation",
 ]

@@ -1090,6 +1090,14 @@ class Consensus:
                     out.append(copy.deepcopy(rec))  # the memo's is shared with frames
         return out
 
+    def weigher(self, bid: bytes, now: int) -> Callable[[str], float]:
+        """A source's weight in boundary ``bid`` now, as a share of full weight (0..1): what its claims count for.
+        0 for every node where this node holds no roster of ``bid``."""
+        ledger = self.ledger(bid, now)
+        if ledger is None:
+            return lambda node: 0.0
+        return lambda node: ledger.weight(node) / SCALE
+
     def reputation(
         self, now: int, visible: Callable[[bytes], bool], allowed: Callable[[str], bool]
     ) -> list[dict[str, Any]]:

@@ -63,6 +63,7 @@ from gaml.policy.replication import PUBLIC, PUBLIC_LABEL, public, reach
 # Fields that are this node's, not the asset's: never replicated, set again by the write path that materializes.
 LOCAL_FIELDS: Final = ("version", "source_node", "encryption_key_ref")
 
+GOSSIP_OUTBOX: Final = 4096  # own swarm objects waiting for gossip, at most (the oldest give way)
 CURRENT: Final = b"C"  # in the log: offered to peers (an asset's current snapshot, or an object a relay carries)
 TOMB: Final = b"T"  # a tombstone: in the log for good
 SEEN: Final = b"S"  # kept (a peer may still ask for it) but superseded
@@ -130,6 +131,7 @@ class Replica:
         self.actor = self._actor()
         self._erase = erase or (lambda id_, now: node.delete(id_, now))
         self.counters: Counter[str] = Counter()
+        self.gossiping = False  # whether the swarm objects this node seals are kept for gossip_out (the daemon's)
         self._reset()
 
     # -- persistence --------------------------------------------------------------------------------------------------
@@ -184,6 +186,8 @@ class Replica:
         self._strikes: dict[tuple[bytes, str], int] = {}  # (swarm, peer) -> objects it sent that failed to open
         self._writers_met: set[str] = set()  # writers of swarm objects accepted in this batch
         self._deferred: set[bytes] = set()  # objects of the last accept sealed under an epoch not known here yet
+        # swarm objects this node sealed (its own writing), oldest first, not yet handed to gossip (gossip_out)
+        self._outbox: dict[bytes, None] = {}
         self._seq = 0
         self._jseq = 0
         self._load()
@@ -321,6 +325,48 @@ class Replica:
         if got >= STRIKES_TO_BAN and isinstance(b.roster, Swarm) and b.roster.role(peer) is not None:
             self._save_bound(self._install(b.roster.ban(peer), admin=False))
             self.counters["swarm_banned"] += 1
+
+    # -- gossip (the public swarm) ------------------------------------------------------------------------------------
+
+    def swarm(self) -> Boundary | None:
+        """The public swarm this node is in, if any."""
+        bid = self._by_reach.get((PUBLIC, PUBLIC_LABEL))
+        return None if bid is None else self._bounds[bid].boundary
+
+    def _to_gossip(self, oid: bytes) -> None:
+        if not self.gossiping:
+            return
+        self._outbox[oid] = None
+        while len(self._outbox) > GOSSIP_OUTBOX:  # a burst beyond what gossip should carry: sync carries the rest
+            del self._outbox[next(iter(self._outbox))]
+            self.counters["gossip_outbox_dropped"] += 1
+
+    def gossip_out(self, limit: int, max_bytes: int) -> list[bytes]:
+        """The oldest of the swarm objects this node wrote since the last call, as stored, up to ``limit`` objects and
+        ``max_bytes`` (at least one): what it publishes by gossip next. Those superseded or erased since are skipped
+        (their successors follow); the rest wait for the next call."""
+        swarm = self.swarm()
+        if swarm is None:
+            return []
+        out: list[bytes] = []
+        size = 0
+        for oid in list(self._outbox):
+            o = self._objs.get(oid)
+            got = self.objects(swarm.id, [oid]) if o is not None and o.flag in (CURRENT, TOMB) else []
+            if got and out and (len(out) == limit or size + len(got[0]) > max_bytes):
+                break
+            del self._outbox[oid]
+            if got:
+                out.append(got[0])
+                size += len(got[0])
+        return out
+
+    def gossip_refused(self, peer: str) -> None:
+        """``peer`` forwarded a verifiably bad gossip message of the swarm: a strike, as for a bad object by sync."""
+        swarm = self.swarm()
+        if swarm is not None:
+            self.counters["gossip_invalid"] += 1
+            self._strike(swarm.id, peer, 1)
 
     def _writer_of(self, b: _Bound, oid: bytes) -> str:
         """The writer of an object this node keeps ('' if it cannot be read)."""
@@ -652,6 +698,8 @@ class Replica:
         self._make_current(tx, bid, id_, oid, obj)
         tx.meta[self._doc_name(bid, id_)] = data
         self.counters["snapshots_sealed"] += 1
+        if isinstance(b.roster, Swarm):
+            self._to_gossip(oid)
 
     def _make_current(self, tx: _Txn, bid: bytes, id_: str, oid: bytes, obj: bytes | None) -> None:
         old = self._current.get((bid, id_))
@@ -683,6 +731,8 @@ class Replica:
             self._seq += 1
             self._put_obj(tx, oid, _Obj(bid, self._seq, TOMB, id_), obj)
             self.counters["tombstones_sealed"] += 1
+            if isinstance(b.roster, Swarm):
+                self._to_gossip(oid)
             made += 1
         return made
 

@@ -89,7 +89,7 @@ from gaml.node.home import (
     open_node,
     read_config,
 )
-from gaml.node.pairing import mdns_enabled, p2p_config
+from gaml.node.pairing import gossip_enabled, mdns_enabled, p2p_config, rendezvous_enabled
 from gaml.node.serve.replicator import Replicator, status_key
 from gaml.node.serve.servicer import SERVICE, MemoryServicer, handlers
 from gaml.node.shells import certs
@@ -433,6 +433,9 @@ class Daemon:
             listen=self.opts.p2p or cfg["listen"],
             peers=[*cfg["peers"], *self.opts.peers],
             settle=svc.settle_consensus,
+            reputation=svc.consensus.weigher,
+            gossip=gossip_enabled(self.home),
+            rendezvous=rendezvous_enabled(self.home),
         )
 
     def _close(self) -> None:

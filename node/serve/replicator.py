@@ -13,6 +13,17 @@
   candidates. The core thread picks the boundaries and starts the read in the sync engine; the answers arrive as
   frames and are verified and stored like any other objects; the read ends when every peer asked has answered or at
   its deadline, whichever comes first, and says who answered, who did not, and which assets came back.
+- **Gossip** (when this node is in the public swarm): the swarm's objects this node writes are also published on the
+  swarm's gossipsub topic, bundled (:mod:`crdt.swarm`), at most :data:`GOSSIP_BYTES_PER_TICK` a tick; a message
+  is judged on the trio thread before gossipsub delivers or forwards it (``check_gossip``: a verifiably bad one is
+  refused, costs its forwarder gossip score and is a strike against it in the swarm); a good one is handed to the
+  core thread and accepted like objects from sync. Each peer's application score in gossip is its claim reputation
+  in the swarm (consensus), recomputed every :data:`STATUS_EVERY_S`; a banned peer is shut out of gossip.
+- **Rendezvous** (in the public swarm, with gossip): every ``rendezvous_s`` this node announces its dialable
+  addresses on the swarm's peers topic (:func:`crdt.swarm.peers_topic`); when it hears of a swarm node it is not
+  connected to (never one it banned) and has fewer than :data:`SWARM_PEERS` connections, it dials it, at most
+  :data:`RENDEZVOUS_DIALS` at a time: swarm nodes find each other through the peers they know, beyond their bootstrap
+  addresses and the LAN.
 - A **status file**, ``HOME/run/replication.json`` (0600), says what ``gaml peers`` shows while the daemon runs: this
   node's addresses, the boundaries and members (no key, no object id), the peers connected now and per-peer counters.
 
@@ -35,9 +46,23 @@ from typing import Any, Final, TypeVar
 import trio
 
 from gaml.crdt import wire
-from gaml.crdt.errors import NotConnected, P2PError, SendQueueFull
+from gaml.crdt.errors import BadMessage, BadObject, NotConnected, P2PError, SendQueueFull
 from gaml.crdt.membership import Boundary
-from gaml.crdt.p2p import P2PHost
+from gaml.crdt.objects import object_id
+from gaml.crdt.p2p import GossipParams, P2PHost, peer_id_of
+from gaml.crdt.swarm import (
+    GOSSIP_MAX_BYTES,
+    GOSSIP_MAX_OBJECTS,
+    Swarm,
+    announcement,
+    bundles,
+    check_announcement,
+    check_gossip,
+    gossip_score,
+    gossip_topic,
+    peers_topic,
+    unbundle,
+)
 from gaml.crdt.sync import AskReport, Sync
 from gaml.node.core.replica import Replica
 from gaml.node.shells.files import read_sealed_json, write_sealed_json
@@ -55,6 +80,14 @@ BATCH: Final = 256  # events handed to the core thread at once …
 # … and frame bytes: objects are accepted (decrypted, merged, embedded, written) in jobs of about this size, so a
 # gRPC call waiting behind an initial sync waits for one job (~0.3 s), not for the whole Send queue.
 BATCH_BYTES: Final = 128 << 10
+# Gossip published per tick, at most (the rest waits for the next tick): a few messages a second, as gossipsub limits
+# what each forwarder sends a second (crdt.p2p.GossipParams.max_per_second).
+GOSSIP_OBJECTS_PER_TICK: Final = 2 * GOSSIP_MAX_OBJECTS
+GOSSIP_BYTES_PER_TICK: Final = GOSSIP_MAX_BYTES
+Reputation = Callable[[bytes, int], Callable[[str], float]]  # (boundary, now) -> node -> its reputation, 0..1
+RENDEZVOUS_S: Final = 10.0  # between two announcements of this node's addresses (the first once a peer is connected)
+RENDEZVOUS_DIALS: Final = 4  # swarm nodes heard of by rendezvous being dialled at once, at most …
+SWARM_PEERS: Final = 16  # … and none while this many peers are connected
 
 log = logging.getLogger("gaml.daemon")
 
@@ -82,13 +115,32 @@ class Replicator:
         peers: Sequence[str],
         tick_s: float = 0.25,
         settle: Callable[[int], object] | None = None,
+        reputation: Reputation | None = None,
+        gossip: bool = True,
+        rendezvous: bool = True,
+        rendezvous_s: float = RENDEZVOUS_S,
     ) -> None:
         """``settle(now)``: run on the core thread before the pump of a tick that comes with no frame from a peer
         (not while a sync is bringing objects in), at most every :data:`SETTLE_EVERY_S` (the node's consensus
-        records: what it writes leaves in the same tick). A failure of it is logged and replication goes on."""
+        records: what it writes leaves in the same tick). A failure of it is logged and replication goes on.
+        ``reputation``: claim reputation (consensus), which feeds each swarm peer's score in gossip; without it
+        every peer met scores 0 (only bans and invalid messages count). ``gossip``: gossip in the public swarm when
+        this node is in one (config ``p2p.gossip``); without it the swarm's objects travel by sync alone.
+        ``rendezvous``: announce this node's addresses to the swarm every ``rendezvous_s`` and dial the swarm nodes
+        it hears of (config ``p2p.rendezvous``; it needs gossip)."""
         self.replica = replica
         self._settle = settle
         self._settled_at = -math.inf
+        self._reputation = reputation
+        self._gossip_on = gossip
+        self._rendezvous_on = rendezvous
+        self._rendezvous_s = rendezvous_s
+        self.rendezvous: dict[str, int] = dict.fromkeys(("announced", "heard", "dialled", "failed"), 0)
+        self._dialling: set[str] = set()
+        self._in_swarm: Boundary | None = None  # the public swarm this node is in (set at start) …
+        self._swarm: Boundary | None = None  # … and gossips in
+        self._scores: dict[str, float] = {}  # node -> application score in gossip (replaced whole, on the core thread)
+        self.gossip: dict[str, int] = dict.fromkeys(("published", "received", "accepted", "rejected", "known"), 0)
         self.sync = Sync(replica, crypto.SystemEntropy(), retry_after=RETRY_US, max_send_bytes=BATCH_BYTES)
         self._seed = seed
         self._submit = submit
@@ -115,14 +167,26 @@ class Replicator:
         """Listen, dial the bootstrap peers, and run the event loop in ``nursery``; returns the listen addresses."""
         self._token = trio.lowlevel.current_trio_token()
         self._nursery = nursery
+        self._swarm = swarm = await self._core(self._gossip_swarm)
+        self._in_swarm = await self._core(self.replica.swarm)
         self.host = P2PHost(
             self._seed,
             listen=self.listen,
             on_connected=lambda node: self._queue("connected", node, b""),
             on_frame=lambda node, frame: self._queue("frame", node, frame),
             on_disconnected=lambda node: self._queue("disconnected", node, b""),
+            gossip=None if swarm is None else GossipParams(app_score=lambda node: self._scores.get(node, 0.0)),
         )
         await nursery.start(self.host.run)
+        if swarm is not None:
+            await self.host.subscribe(
+                gossip_topic(swarm.name),
+                functools.partial(self._judge_gossip, swarm.name),
+                lambda publisher, data: self._queue("gossip", publisher, data),
+            )
+            if self._rendezvous_on:
+                await self.host.subscribe(peers_topic(swarm.name), self._judge_announcement, self._heard)
+                nursery.start_soon(self._announce_loop, peers_topic(swarm.name))
         if self.peers:
             await self.host.connect_bootstrap(self.peers)
         nursery.start_soon(self._ticker)
@@ -160,6 +224,23 @@ class Replicator:
                 # ignored for good): it waits for room, in order behind what is queued.
                 self._nursery.start_soon(self._send.send, (kind, node, frame))
 
+    def _gossip_swarm(self) -> Boundary | None:
+        """The swarm this node gossips in, if any (core thread); from now on its own swarm objects are kept for it."""
+        swarm = self.replica.swarm() if self._gossip_on else None
+        self.replica.gossiping = swarm is not None
+        return swarm
+
+    def _judge_gossip(self, name: str, forwarder: str, publisher: str, data: bytes) -> bool:
+        """gossipsub's validator (trio thread): only a verifiably bad message is refused, and counts against its
+        forwarder in the swarm too."""
+        try:
+            check_gossip(name, publisher, data)
+        except BadObject:
+            if forwarder != self.replica.node_id:
+                self._queue("gossip_bad", forwarder, b"")
+            return False
+        return True
+
     async def _ticker(self) -> None:
         while True:
             await trio.sleep(self.tick_s)
@@ -181,7 +262,7 @@ class Replicator:
                         self._poked = False
                     want_status = time.monotonic() - self._status_at >= STATUS_EVERY_S
                     try:
-                        outs, status, answered = await self._core(
+                        outs, status, answered, gossip = await self._core(
                             functools.partial(self._handle, batch, want_status, list(self._asking))
                         )
                     except Exception:
@@ -195,6 +276,7 @@ class Replicator:
                         if (event := self._asking.get(qid)) is not None:
                             event.set()
                     await self._deliver(outs)
+                    await self._publish(gossip)
                     if status is not None:
                         self._status_at = time.monotonic()
                         self._write_status(status)
@@ -223,6 +305,77 @@ class Replicator:
                     pass
             except NotConnected:
                 pass  # it left; the engine starts over when it is back
+
+    async def _publish(self, messages: Sequence[bytes]) -> None:
+        host, swarm = self.host, self._swarm
+        if not messages or host is None or swarm is None:
+            return
+        for data in messages:
+            try:
+                await host.publish(gossip_topic(swarm.name), data)
+            except P2PError as e:  # sync carries what gossip could not
+                log.warning("gossip_unpublished", extra={"fields": {"error": str(e)}})
+                continue
+            self.gossip["published"] += 1
+
+    @staticmethod
+    def _judge_announcement(forwarder: str, publisher: str, data: bytes) -> bool:
+        """gossipsub's validator for the peers topic (trio thread): an announcement of its publisher's own addresses."""
+        try:
+            check_announcement(data, peer_id_of(publisher))
+        except BadMessage:
+            return False
+        return True
+
+    def _heard(self, publisher: str, data: bytes) -> None:
+        """A swarm node announced where it can be dialled (trio thread): dial it if this node wants another peer."""
+        host, nursery = self.host, self._nursery
+        if host is None or nursery is None:
+            return
+        self.rendezvous["heard"] += 1
+        if (
+            host.is_connected(publisher)
+            or publisher in self._dialling
+            or self._scores.get(publisher, 0.0) < 0  # banned, or fell below zero: not dialled
+            or len(self._dialling) >= RENDEZVOUS_DIALS
+            or len(host.peers()) + len(self._dialling) >= SWARM_PEERS
+        ):
+            return
+        self._dialling.add(publisher)
+        nursery.start_soon(self._dial_heard, publisher, check_announcement(data, peer_id_of(publisher)))
+
+    async def _dial_heard(self, node: str, addrs: Sequence[str]) -> None:
+        host = self.host
+        assert host is not None
+        try:
+            for addr in addrs:
+                try:
+                    await host.dial(addr, attempts=1, timeout_s=5.0)
+                except P2PError:
+                    continue
+                self.rendezvous["dialled"] += 1
+                return
+            self.rendezvous["failed"] += 1
+        finally:
+            self._dialling.discard(node)
+
+    async def _announce_loop(self, topic: str) -> None:
+        host = self.host
+        assert host is not None
+        addrs = [a for a in host.addrs if not a.startswith(("/ip4/0.0.0.0/", "/ip6/::/"))]
+        if not addrs:
+            return  # nothing dialable to announce
+        data = announcement(addrs)
+        while True:
+            if not host.peers():  # nobody to tell yet
+                await trio.sleep(min(1.0, self._rendezvous_s))
+                continue
+            try:
+                await host.publish(topic, data)
+                self.rendezvous["announced"] += 1
+            except P2PError as e:
+                log.warning("rendezvous_unannounced", extra={"fields": {"error": str(e)}})
+            await trio.sleep(self._rendezvous_s)
 
     async def discovered(self, addrs: Sequence[str]) -> None:
         """A peer found on the LAN (trio): dial it and keep dialling, as a bootstrap peer. A bad address is logged."""
@@ -268,6 +421,16 @@ class Replicator:
         status["addresses"] = host.addrs if host else []
         status["connected"] = {n: True for n in (host.peers() if host else [])}
         status["transport"] = dataclasses.asdict(host.statistics()) if host else {}
+        status["rendezvous"] = dict(self.rendezvous)
+        if host is not None and self._swarm is not None:
+            status["gossip"] = {
+                "topic": gossip_topic(self._swarm.name),
+                **self.gossip,
+                **dataclasses.asdict(host.gossip_statistics()),
+                "mesh": host.gossip_peers(gossip_topic(self._swarm.name)),
+                "shunned": host.gossip_shunned(),
+                "scores": host.gossip_scores(),
+            }
         try:
             write_sealed_json(self.status_path, self._status_key, status, STATUS_DOMAIN)
         except OSError as e:
@@ -344,9 +507,10 @@ class Replicator:
 
     def _handle(
         self, batch: Sequence[tuple[str, str, bytes]], want_status: bool, asking: Sequence[bytes] = ()
-    ) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None, list[bytes]]:
+    ) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None, list[bytes], list[bytes]]:
         now = now_us()
         outs: list[tuple[str, bytes]] = []
+        gossip: list[bytes] = []
         ticked = False
         syncing = any(kind == "frame" for kind, _, _ in batch)  # records wait until what peers send is in
         for kind, node, frame in batch:
@@ -356,6 +520,10 @@ class Replicator:
                 outs += self.sync.connected(node, now)
             elif kind == "disconnected":
                 self.sync.disconnected(node)
+            elif kind == "gossip":
+                self._gossiped(node, frame, now)
+            elif kind == "gossip_bad":
+                self.replica.gossip_refused(node)
             elif kind == "tick" and not ticked:
                 ticked = True
                 if self._settle is not None and not syncing and time.monotonic() - self._settled_at >= SETTLE_EVERY_S:
@@ -367,8 +535,36 @@ class Replicator:
                         log.error("consensus_settle_error", exc_info=True)
                 self.replica.pump(now)
                 outs += self.sync.tick(now)
+                if self._swarm is not None:
+                    gossip = bundles(self.replica.gossip_out(GOSSIP_OBJECTS_PER_TICK, GOSSIP_BYTES_PER_TICK))
         answered = [qid for qid in asking if self.sync.pending(qid) == 0]
-        return outs, (self.status() if want_status else None), answered
+        if want_status:
+            self._score(now)
+        return outs, (self.status() if want_status else None), answered, gossip
+
+    def _gossiped(self, publisher: str, data: bytes, now: int) -> None:
+        """A judged gossip message: its objects this node lacks are accepted as from its publisher."""
+        swarm = self._swarm
+        if swarm is None:
+            return
+        self.gossip["received"] += 1
+        objs = {object_id(o): o for o in unbundle(data)}  # judged already: it parses
+        new = {oid: o for oid, o in objs.items() if not self.replica.has(oid)}
+        self.gossip["known"] += len(objs) - len(new)
+        if new:
+            accepted, rejected = self.replica.accept(swarm.id, list(new.values()), publisher, now, oids=list(new))
+            self.gossip["accepted"] += accepted
+            self.gossip["rejected"] += rejected
+
+    def _score(self, now: int) -> None:
+        """Each peer's application score in gossip, from the swarm view and claim reputation (core thread)."""
+        swarm = self._in_swarm
+        view = None if swarm is None else self.replica.roster_of(swarm.id)
+        if not isinstance(view, Swarm):
+            return
+        weigh = self._reputation(view.boundary.id, now) if self._reputation is not None else lambda node: 0.0
+        nodes = {*self.sync.peers(), *view.banned}  # every gossip peer has a sync session (crdt/p2p.py)
+        self._scores = {n: gossip_score(view, n, weigh) for n in sorted(nodes)}
 
     def status(self) -> dict[str, Any]:
         """What ``gaml peers`` prints (core thread)."""
