@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim sim-long sim-real sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim sim-long sim-real sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-gossip bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -77,7 +77,7 @@ sim: $(STAMP) ## seed SIM_SEED of a shipped scenario (SCENARIO: default the 100-
 	$(BIN)/python -m simulations run --scenario simulations/scenarios/$(SCENARIO).toml --seed $(SIM_SEED) --json bench/results/sim-$(SCENARIO).json --plot bench/results/sim-$(SCENARIO).png
 
 LONG_SEEDS ?= 100
-LONG_SCENARIOS ?= trusted_devices tenants enterprise_subnet
+LONG_SCENARIOS ?= trusted_devices tenants enterprise_subnet public_swarm
 sim-long: $(STAMP) ## LONG_SEEDS seeds (default 100) of every shipped scenario (hours: the 100-node one takes minutes a seed)
 	for s in $(LONG_SCENARIOS); do $(BIN)/python -m simulations run --scenario simulations/scenarios/$$s.toml --seed 1 --seeds $(LONG_SEEDS) --json bench/results/sim-long-$$s.json || exit 1; done
 
@@ -117,6 +117,9 @@ bench-replication: $(STAMP) ## two daemons over libp2p on loopback: initial sync
 
 bench-peer-reads: $(STAMP) ## three daemons on loopback: hydration p50/p99 asking peers (deadline 500 ms) vs local, and with a silent peer
 	$(BIN)/python -m gaml.bench.peer_read_bench --n $(N_REPLICATION) --seed $(SEED) --out bench/results
+
+bench-gossip: $(STAMP) ## a line of four swarm daemons: a public asset's latency end to end with gossip vs sync alone, links at 0 and 20 ms
+	$(BIN)/python -m gaml.bench.gossip_bench --seed $(SEED) --out bench/results
 
 bench-locomo: $(STAMP) ## LoCoMo dev set: what hydrated frames hold (answer held, evidence held, coverage) vs BM25, dense, fused turns and an oracle at BUDGETS tokens; writes bench/results/
 	$(BIN)/python -m gaml.bench.locomo --data $(LOCOMO) --budgets $(BUDGETS) --json bench/results/locomo.json

@@ -282,10 +282,12 @@ class Proxy:
     """A TCP forwarder on 127.0.0.1 to A's libp2p port, counting the payload bytes and timing every read each way.
 
     One thread per direction per connection, ``recv`` then ``sendall`` (TCP_NODELAY on both sides, as libp2p sets).
+    ``delay_s``: each read is held this long before it is written on (a link's one-way latency; reads queue behind).
     """
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, delay_s: float = 0.0) -> None:
         self.target = ("127.0.0.1", target_port)
+        self.delay_s = delay_s
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.lock = threading.Lock()
@@ -327,6 +329,8 @@ class Proxy:
                     if self.first is None:
                         self.first = t
                     self.last = t
+                if self.delay_s:
+                    time.sleep(self.delay_s)
                 dst.sendall(data)
         except OSError:
             pass
