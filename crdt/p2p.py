@@ -448,7 +448,7 @@ class P2PHost:
         self._gossip = gossip
         self._router: GossipSub | None = None
         self._pubsub: Pubsub | None = None
-        self._topics: dict[str, OnGossip] = {}
+        self._topics: set[str] = set()
         self._shunned: set[ID] = set()  # peers on pubsub's blacklist for a score below the graylist threshold
         if gossip is not None:
             self._router = GossipSub(
@@ -632,7 +632,7 @@ class P2PHost:
             raise P2PError(f"already subscribed to {topic}")
         pubsub.set_topic_validator(topic, functools.partial(self._validate, validate), False)
         sub = await pubsub.subscribe(topic)
-        self._topics[topic] = on_message
+        self._topics.add(topic)
         assert self._nursery is not None
         self._nursery.start_soon(self._deliver_gossip, sub, on_message)
 

@@ -294,12 +294,11 @@ class Replica:
     def join_swarm(self, name: str, now: int) -> Boundary:
         """Join the public swarm called ``name`` (crdt/swarm.py): public memory that asks for the swarm replicates
         there from now on, what was written before included. A node is in one swarm at most."""
-        held = self._by_reach.get((PUBLIC, PUBLIC_LABEL))
+        held = self.swarm()
         if held is not None:
-            b = self._bounds[held]
-            if b.boundary.name != name:
-                raise InvalidInput(f"this node is already in the public swarm {b.boundary.name!r}")
-            return b.boundary
+            if held.name != name:
+                raise InvalidInput(f"this node is already in the public swarm {held.name!r}")
+            return held
         view = swarm_join(name, self.node_id)
         self._save_bound(self._install(view, admin=False))
         self._replay()

@@ -167,8 +167,8 @@ class Replicator:
         """Listen, dial the bootstrap peers, and run the event loop in ``nursery``; returns the listen addresses."""
         self._token = trio.lowlevel.current_trio_token()
         self._nursery = nursery
-        self._swarm = swarm = await self._core(self._gossip_swarm)
-        self._in_swarm = await self._core(self.replica.swarm)
+        self._in_swarm = await self._core(self._gossip_swarm)
+        self._swarm = swarm = self._in_swarm if self._gossip_on else None
         self.host = P2PHost(
             self._seed,
             listen=self.listen,
@@ -225,9 +225,10 @@ class Replicator:
                 self._nursery.start_soon(self._send.send, (kind, node, frame))
 
     def _gossip_swarm(self) -> Boundary | None:
-        """The swarm this node gossips in, if any (core thread); from now on its own swarm objects are kept for it."""
-        swarm = self.replica.swarm() if self._gossip_on else None
-        self.replica.gossiping = swarm is not None
+        """The swarm this node is in, if any (core thread); if it gossips there, its own swarm objects are kept for
+        gossip from now on."""
+        swarm = self.replica.swarm()
+        self.replica.gossiping = swarm is not None and self._gossip_on
         return swarm
 
     def _judge_gossip(self, name: str, forwarder: str, publisher: str, data: bytes) -> bool:
