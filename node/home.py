@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 import os
 import shutil
@@ -21,6 +23,7 @@ from typing import Any
 
 from gaml.node.core.consensus import Weights
 from gaml.node.core.embed import Embedder, HashEmbedder
+from gaml.node.core.errors import Unauthenticated
 from gaml.node.core.memory.curate import Curator, ExtractiveCurator
 from gaml.node.core.memory.ingest import Ingestor
 from gaml.node.core.memory.ladder import Ladder
@@ -180,9 +183,17 @@ def local_principal(home: Path, node: Node) -> str | None:
 
 
 def init_home(
-    home: Path, unlock: Unlock, *, embedder: str = "minilm", max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    home: Path,
+    unlock: Unlock,
+    *,
+    embedder: str = "minilm",
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    user: str = "",
 ) -> str:
     """Create a node: identity and master secret in a new keychain, an empty store. Returns the node id.
+
+    ``user``: the node's own user (config ``local_principal``): who every command acts as unless told otherwise, and
+    who callers on the daemon's socket are. Registered as a user principal by the first call that needs it.
 
     The home is built in a temporary sibling directory and renamed into place, so an interrupted init leaves no
     half-made home behind (only a ``.HOME.init-*`` directory, which a later init ignores).
@@ -191,6 +202,8 @@ def init_home(
         raise GamlError(f"unknown embedder {embedder!r}; choose one of {', '.join(EMBEDDERS)}")
     if max_payload_bytes <= 0:
         raise GamlError("the payload limit must be a positive number of bytes")
+    if user:
+        crypto.check_principal_id(user)
     if home.exists() and (not home.is_dir() or any(home.iterdir())):
         raise GamlError(f"{home} already exists and is not empty; refusing to overwrite it")
     home.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -200,7 +213,9 @@ def init_home(
         kc = FileKeychain.create(work / "keychain.json", unlock, entropy)
         kc.put(NODE_IDENTITY_REF, entropy.random_bytes(32))
         kc.put(NODE_MASTER_REF, entropy.random_bytes(32))
-        cfg = {"format": CONFIG_FORMAT, "embedder": embedder, "max_payload_bytes": max_payload_bytes}
+        cfg: dict[str, Any] = {"format": CONFIG_FORMAT, "embedder": embedder, "max_payload_bytes": max_payload_bytes}
+        if user:
+            cfg["local_principal"] = user
         write_atomic(work / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
         identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
         kv = RocksKV(work / "db")
@@ -287,3 +302,48 @@ def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
         raise GamlError(f"{home}/config.json: unknown curator kind {cur.get('kind')!r} (extractive or openai)")
     ingestor = Ingestor(node, rules)
     return ingestor, Ladder(node, ingestor, curator, policy)
+
+
+# -- access tokens: how a principal authenticates to the node's HTTP doors (MCP over HTTP, the OpenAI-compatible proxy)
+# and, as gRPC metadata, to its daemon's socket. A token names its principal and carries a MAC under a key derived from
+# the node's master secret: it is checked without any state, and it is valid on this node only.
+
+ACCESS_TOKEN_PREFIX = "gaml1_"
+_ACCESS_TOKEN_TAG = b"gaml-access-token-1"
+_ACCESS_TOKEN_MAC_BYTES = 32
+
+
+def _token_mac(keychain: Any, principal: str) -> bytes:
+    key = crypto.derive_key(keychain.get(NODE_MASTER_REF), _ACCESS_TOKEN_TAG)
+    return crypto.keyed_hash(key, principal.encode(), _ACCESS_TOKEN_MAC_BYTES)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def access_token(keychain: Any, principal: str) -> str:
+    """The bearer token of ``principal`` on this node (the same each time it is asked for: print it only to its
+    holder, e.g. `gaml token`)."""
+    crypto.check_principal_id(principal)
+    return f"{ACCESS_TOKEN_PREFIX}{_b64(principal.encode())}.{_b64(_token_mac(keychain, principal))}"
+
+
+def token_principal(keychain: Any, token: str) -> str:
+    """The principal a bearer token names; :class:`Unauthenticated` unless it is one this node issued."""
+    if not isinstance(token, str) or not token.startswith(ACCESS_TOKEN_PREFIX) or len(token) > 512:
+        raise Unauthenticated("not a GAML access token (they begin gaml1_; `gaml token` prints yours)")
+    body = token[len(ACCESS_TOKEN_PREFIX) :]
+    try:
+        name_part, mac_part = body.split(".")
+        principal = _unb64(name_part).decode()
+        mac = _unb64(mac_part)
+    except (ValueError, UnicodeDecodeError):
+        raise Unauthenticated("a malformed GAML access token") from None
+    if not hmac.compare_digest(mac, _token_mac(keychain, principal)):
+        raise Unauthenticated("this access token was not issued by this node")
+    return principal

@@ -98,6 +98,11 @@ class LocalMemory:
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         return self.service.ingest(self.caller, files, self._clock_us(), curate=curate, progress=self._progress)
 
+    def remember(
+        self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False
+    ) -> dict[str, Any]:
+        return self.service.remember(self.caller, turns, self._clock_us(), session=session, curate=curate)
+
     def forget(self, id_: str) -> ErasureReceipt:
         return self.service.forget(self.caller, id_, self._clock_us())
 

@@ -14,6 +14,7 @@ from gaml.node.cli._common import fail
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
     cmd_access_log,
+    cmd_add,
     cmd_conflicts,
     cmd_forget,
     cmd_get,
@@ -166,9 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("init", help="create a node: identity, keychain and an empty store")
+    s.add_argument(
+        "--user",
+        help="the node's own user: who every command acts as unless --as names another (default: your login name)",
+    )
     s.add_argument("--embedder", choices=EMBEDDERS, default="minilm", help="minilm (default, offline) or hash (fast)")
     s.add_argument("--max-payload", type=_positive, default=1 << 20, help="largest payload in bytes (default 1 MiB)")
     s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("add", help='remember a note or a chat turn: gaml add "Alice prefers green tea"')
+    s.add_argument("text", help="what to remember ('-': read it from stdin)")
+    s.add_argument("--role", choices=("user", "assistant", "system", "tool"), default="user", help="default user")
+    s.add_argument("--reply", metavar="TEXT", help="the assistant's reply to it (the turn's other half)")
+    s.add_argument("--session", help="the conversation it belongs to (default: notes)")
+    s.add_argument("--curate", action="store_true", help="compile its summary rungs now (default: at upkeep)")
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="whose memory (default: you, the node's own user)")
+    s.add_argument("--json", action="store_true", help="print the ingest report")
+    s.set_defaults(func=cmd_add)
 
     s = sub.add_parser("put", help="store assets (JSON object, array or JSON Lines, proto JSON mapping)")
     s.add_argument("file", nargs="?", help="input file (default or '-': stdin)")
@@ -273,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ingest", help="ingest transcripts, chat logs, LoCoMo conversations or notes into the journal")
     s.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to ingest every file under")
     s.add_argument("--format", choices=FORMATS, help="the input format (default: detected per file)")
-    s.add_argument("--owner", required=True, help="whose memory this is (a principal id)")
+    s.add_argument("--owner", help="whose memory this is (a principal id; default: you, the node's own user)")
     s.add_argument("--tenant", help="tenant scope of the items")
     s.add_argument("--segment", help="the namespace the items go to")
     s.add_argument(
@@ -302,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--goal", required=True, help="what the memory is for (the request's goal)")
     s.add_argument("--budget", type=_positive, required=True, help="total tokens, envelope included")
     s.add_argument("--plane", metavar="FILE", help='JSON: [{"name", "budget", "seeds", "fact_cap", "walk"}, …]')
-    s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="who hydrates (default: $GAML_AS, or the only user)")
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="who hydrates (default: $GAML_AS, else you)")
     s.add_argument("--purpose", type=_enum(Permission), default=Permission.CONTEXT, help="context (default), read, …")
     s.add_argument("--location", type=_enum(Location), default=Location.THIS_DEVICE, help="where the frame is used")
     s.add_argument("--mode", choices=HYDRATION_MODES, default="auto", help="auto (default): hybrid, degrading")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import getpass
 import json
 import os
 import re
@@ -27,9 +28,9 @@ from gaml.node.home import (
     local_principal,
     make_counter,
     memory_layers,
+    read_config,
 )
 from gaml.node.local import LocalMemory
-from gaml.policy.access import PrincipalKind
 from gaml.policy.errors import (
     GamlError,
     InvalidAsset,
@@ -37,7 +38,6 @@ from gaml.policy.errors import (
     NotFound,
     PolicyError,
     StoreError,
-    UnknownPrincipal,
 )
 from gaml.policy.model import load_json
 from gaml.proto.convert import asset_to_json, draft_from_json
@@ -81,25 +81,36 @@ def _as_daemon_caller(memory: RemoteMemory, given: str | None) -> None:
         )
 
 
+def acting_as(args: argparse.Namespace, given: str | None) -> str | None:
+    """Who a command names as its caller: ``--as``, else ``$GAML_AS``; None: the node's own user (the one rule)."""
+    return given or os.environ.get("GAML_AS") or None
+
+
+def own_user(home: Path, node: Node) -> str:
+    """The node's own user, as its daemon names callers on its socket: config ``local_principal`` (``gaml init``
+    writes it), else the node's only user principal, else your login name."""
+    return local_principal(home, node) or getpass.getuser()
+
+
 @contextlib.contextmanager
 def _memory(
     args: argparse.Namespace,
     as_: str | None,
     *,
-    need: str = "",
-    default: Callable[[Node], str | None] | None = None,
-    optional: bool = False,
+    holder: bool = False,
     owner: bool = False,
     checkpoint: bool = True,
 ) -> Iterator[Memory]:
     """The memory of ``--home`` as the caller sees it, one interface whichever door answers: the running daemon's
-    (over its socket, where you are your uid's principal and ``--as`` may only name you), else the store's, as
-    ``--as``, else ``default(node)``.
+    (over its socket, where you are the node's own user and ``--as`` may only name you), else the store's.
 
-    ``need``: the refusal when neither names anyone. ``optional``: a default naming no registered principal leaves
-    the caller unnamed (the holder of the keys) instead of failing. ``owner``: the name is whose memory this is, and
-    an owner the node has not registered yet may write its own memory (a new user principal, as `gaml ingest
-    --owner` creates); a principal that acts for another user is refused, as its writes would be that user's."""
+    One rule names the caller of every command: ``--as`` (or ``$GAML_AS``), else the node's own user (config
+    ``local_principal``, which `gaml init` writes), registered as a user principal the first time it acts, as the
+    daemon registers it. ``holder``: without ``--as``, act as the holder of the home's keys instead (`gaml put` on the
+    store: each asset is authorized as written by its owner). ``owner``: the name is whose memory this is, and an
+    owner the node has not registered yet may write its own memory (a new user principal, as `gaml ingest --owner`
+    creates); a principal that acts for another user is refused, as its writes would be that user's."""
+    as_ = acting_as(args, as_)
     client = _daemon(args)
     if client is not None:
         from gaml.node.serve.client import RemoteMemory
@@ -109,24 +120,17 @@ def _memory(
             _as_daemon_caller(remote, as_)
             yield remote
         return
-    if need and not as_ and default is None:
-        raise PolicyError(need)
     with open_store(args, checkpoint=checkpoint) as node:
-        name = as_ or (default(node) if default else None)
-        if need and not name:
-            raise PolicyError(need)
-        caller = None
-        if name and owner:
-            caller = node.writer(name)[0]
-            if caller.user != name:
-                raise PolicyError(f"{caller.id} writes {caller.user}'s memory, not {name}'s")
-        elif name:
-            try:
-                caller = node.governance.principal(name)
-            except UnknownPrincipal:
-                if not optional:
-                    raise
         service = MemoryService(node, None, None, make_counter, layers=lambda: memory_layers(args.home, node))
+        caller = None
+        if as_ and owner:
+            caller = node.writer(as_)[0]
+            if caller.user != as_:
+                raise PolicyError(f"{caller.id} writes {caller.user}'s memory, not {as_}'s")
+        elif as_:
+            caller = node.governance.principal(as_)
+        elif not holder:
+            caller = service.ensure_user(own_user(args.home, node))
         service.consensus = _consensus(node, args.home)
         yield LocalMemory(service, caller, now_us, progress=_stage)
 
@@ -170,7 +174,10 @@ def _read_drafts(text: str, origin: str) -> Iterator[tuple[str, dict[str, Any]]]
             try:
                 obj = load_json(line, f"{origin}:{n}")
             except json.JSONDecodeError as e:
-                raise InvalidAsset(f"{origin}:{n}: not JSON ({e.msg})") from None
+                raise InvalidAsset(
+                    f"{origin}:{n}: not JSON ({e.msg}); `gaml put` stores assets as JSON — to remember plain text, use "
+                    '`gaml add "…"`'
+                ) from None
             yield f"{origin}:{n}", obj
         return
     if isinstance(doc, list):
@@ -215,11 +222,12 @@ def cmd_put(args: argparse.Namespace) -> None:
             draft_from_json(obj)
         except GamlError as e:
             raise type(e)(f"{where}: {e}") from None
-        if args.owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
-            obj = {**obj, "owner_id": args.owner}
+        owner = args.owner or _config_user(args.home)
+        if owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
+            obj = {**obj, "owner_id": owner}
         objs.append(obj)
     # Without --as on the store, each asset is written by its owner; through a daemon, by you.
-    with _memory(args, args.as_) as mem:
+    with _memory(args, args.as_, holder=True) as mem:
         if len(objs) > args.batch:  # several calls: all are checked before the first writes
             for i in range(0, len(objs), args.batch):
                 chunk = objs[i : i + args.batch]
@@ -231,6 +239,33 @@ def cmd_put(args: argparse.Namespace) -> None:
             _put_batches(mem.put, objs, args.batch, bar)
 
 
+def _config_user(home: Path) -> str | None:
+    """The node's own user as its config names it (the owner of a drafted asset that names none), if it does."""
+    try:
+        name = read_config(home).get("local_principal")
+    except GamlError:
+        return None  # not a home: the command's own open says so
+    return str(name) if name else None
+
+
+def cmd_add(args: argparse.Namespace) -> None:
+    """Remember a note or a chat turn: the text (or stdin with '-') as one turn of ``--role``, in ``--session``."""
+    text = sys.stdin.read() if args.text == "-" else args.text
+    turns = [{"role": args.role, "content": text}]
+    if args.reply is not None:
+        turns.append({"role": "assistant", "content": args.reply})
+    with _memory(args, args.as_) as mem:
+        report = mem.remember(turns, session=args.session or "", curate=args.curate)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for id_ in report["ids"]:
+        print(id_)
+    if not report["ids"]:
+        why = ", ".join(f"{k} ({int(v)})" for k, v in sorted(report.get("gated", {}).items())) or "nothing to keep"
+        print(f"gaml: warning: nothing was kept: {why}", file=sys.stderr)
+
+
 def _renumbered(message: str, offset: int, size: int) -> str:
     """A batch's error with its "asset #N" counted in the whole input (the batch of ``size`` began at ``offset``; the
     error of a batch of one names no asset)."""
@@ -240,7 +275,7 @@ def _renumbered(message: str, offset: int, size: int) -> str:
 
 
 def cmd_get(args: argparse.Namespace) -> None:
-    with _memory(args, args.as_, need="name who reads with --as (a registered principal)", checkpoint=False) as mem:
+    with _memory(args, args.as_, checkpoint=False) as mem:
         asset = mem.get(args.id, purpose=args.purpose, location=args.location, include_deleted=args.include_deleted)
     print(json.dumps(asset_to_json(asset), indent=2, ensure_ascii=False))
 
@@ -265,7 +300,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     }
     if (read := _peer_read(args)) is not None:
         options["peers"] = read
-    with _memory(args, args.as_, need="name who reads with --as (a registered principal)") as mem:
+    with _memory(args, args.as_) as mem:
         hits = mem.search(args.text, **options)
         who = "" if args.json else mem.user()
     _print_hits([h.row() for h in hits], args, who)
@@ -284,7 +319,7 @@ def _print_hits(rows: list[dict[str, Any]], args: argparse.Namespace, who: str) 
 
 
 def cmd_grant(args: argparse.Namespace) -> None:
-    with _memory(args, args.as_, need="name the granting owner with --as", checkpoint=False) as mem:
+    with _memory(args, args.as_, checkpoint=False) as mem:
         g = mem.grant(
             args.to,
             args.max_level,
@@ -298,14 +333,14 @@ def cmd_grant(args: argparse.Namespace) -> None:
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
-    with _memory(args, args.as_, need="name the owner with --as", checkpoint=False) as mem:
+    with _memory(args, args.as_, checkpoint=False) as mem:
         g = mem.revoke(args.grant)
     print(json.dumps(g.to_json()))
 
 
 def cmd_grants(args: argparse.Namespace) -> None:
     """Your grants through a daemon (made and held); on the store, the holder of its keys sees every grant."""
-    with _memory(args, None, checkpoint=False) as mem:
+    with _memory(args, None, holder=True, checkpoint=False) as mem:
         made, received = mem.grants()
     seen = {g.id: g for g in [*made, *received]}
     rows = [
@@ -317,7 +352,7 @@ def cmd_grants(args: argparse.Namespace) -> None:
 
 
 def cmd_access_log(args: argparse.Namespace) -> None:
-    with _memory(args, args.as_, need="name the owner with --as", checkpoint=False) as mem:
+    with _memory(args, args.as_, checkpoint=False) as mem:
         log = mem.access_log(args.limit or 100)
     if args.json:
         print(json.dumps(log, indent=2))
@@ -337,8 +372,7 @@ def cmd_conflicts(args: argparse.Namespace) -> None:
         raise InvalidInput("--choose needs --slot (the slot whose value you choose)")
     if args.reason and args.choose is None:
         raise InvalidInput("--reason goes with --choose")
-    need = "name who reads with --as (a registered principal)"
-    with _memory(args, args.as_, need=need, checkpoint=args.choose is not None) as mem:
+    with _memory(args, args.as_, checkpoint=args.choose is not None) as mem:
         if args.choose is not None:
             print(json.dumps(mem.override(args.slot, args.choose, reason=args.reason or ""), indent=2))
             return
@@ -362,7 +396,7 @@ def cmd_conflicts(args: argparse.Namespace) -> None:
 
 def cmd_reputation(args: argparse.Namespace) -> None:
     """Each boundary's reputation ledger as this node folds it: who weighs what, who is admitted."""
-    with _memory(args, args.as_, need="name who reads with --as (a registered principal)", checkpoint=False) as mem:
+    with _memory(args, args.as_, checkpoint=False) as mem:
         ledgers = mem.reputation()
     if args.json:
         print(json.dumps(ledgers, indent=2))
@@ -386,7 +420,7 @@ def cmd_reputation(args: argparse.Namespace) -> None:
 
 def cmd_stats(args: argparse.Namespace) -> None:
     """The node's status, the same fields whether its daemon answers or the store does, and the home's size."""
-    with _memory(args, None, default=lambda node: local_principal(args.home, node), optional=True) as mem:
+    with _memory(args, None, holder=True) as mem:  # on the store: the whole node, as the holder of its keys
         out = mem.status().to_json()
     out["bytes_on_disk"] = _bytes_under(args.home)
     if args.json:
@@ -565,18 +599,6 @@ def _reporting_held_back(
     return out
 
 
-def _hydration_principal(node: Node) -> str:
-    """Who hydrates without ``--as``: ``$GAML_AS``, else the node's only user principal."""
-    if os.environ.get("GAML_AS"):
-        return os.environ["GAML_AS"]
-    users = [p.id for p in node.governance.principals() if p.kind is PrincipalKind.USER]
-    if len(users) != 1:
-        raise PolicyError(
-            f"the node has {len(users)} users ({', '.join(users[:5]) or 'none'}): name who hydrates with --as"
-        )
-    return users[0]
-
-
 def cmd_hydrate(args: argparse.Namespace) -> None:
     plane: tuple[Segment, ...] = ()
     if args.plane:
@@ -596,7 +618,7 @@ def cmd_hydrate(args: argparse.Namespace) -> None:
         options["profile"] = args.profile
     if (read := _peer_read(args)) is not None:
         options["peers"] = read
-    with _memory(args, args.as_, default=_hydration_principal, checkpoint=False) as mem:
+    with _memory(args, args.as_, checkpoint=False) as mem:
         out = mem.hydrate(args.goal, args.budget, **options)
     _print_hydration(out.to_json(), args)
 
@@ -624,6 +646,6 @@ def _print_hydration(out: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
-    with _memory(args, args.as_, need="name the owner with --as") as mem:
+    with _memory(args, args.as_) as mem:
         receipt = mem.forget(args.id)
     print(json.dumps(receipt.to_json()))

@@ -4,6 +4,7 @@ curation, sources, upkeep; and ``run``, which starts the daemon."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 
 from gaml.node.cli._common import now_us, open_store, progress, unlock
@@ -15,8 +16,11 @@ from gaml.policy.access import Principal
 
 
 def cmd_init(args: argparse.Namespace) -> None:
-    node_id = init_home(args.home, unlock(confirm=True), embedder=args.embedder, max_payload_bytes=args.max_payload)
-    print(json.dumps({"home": str(args.home), "node_id": node_id, "embedder": args.embedder}))
+    user = args.user or getpass.getuser()
+    node_id = init_home(
+        args.home, unlock(confirm=True), embedder=args.embedder, max_payload_bytes=args.max_payload, user=user
+    )
+    print(json.dumps({"home": str(args.home), "node_id": node_id, "embedder": args.embedder, "user": user}))
 
 
 def cmd_delete(args: argparse.Namespace) -> None:

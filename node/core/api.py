@@ -154,6 +154,14 @@ class Memory(Protocol):
         what changed; the report (counts and ids, never text)."""
         ...
 
+    def remember(
+        self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False
+    ) -> dict[str, Any]:
+        """Remember one exchange (``{"role", "content"}`` turns: a note, a chat turn, a question and its answer) in
+        the caller's journal, as a source of its own: ``{source, ids, …the ingest report}``; ``ids`` are the items
+        kept (what :meth:`forget` erases). ``curate``: compile its ladder rungs now rather than at the next upkeep."""
+        ...
+
     def forget(self, id_: str) -> ErasureReceipt: ...
 
     def grant(self, grantee: str, max_level: Level, **options: Unpack[GrantOptions]) -> Grant: ...

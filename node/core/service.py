@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final, TypeVar
+
+import orjson
 
 from gaml.node.core.access.retrieve import Result, SearchRequest
 from gaml.node.core.consensus import Consensus, override_payload
@@ -40,7 +43,16 @@ from gaml.policy.errors import (
     StoreError,
     UnknownPrincipal,
 )
-from gaml.policy.model import Asset, AssetType, Creator, Level, PrivacyScope, ReplicationPolicy, content_id
+from gaml.policy.model import (
+    Asset,
+    AssetType,
+    Creator,
+    Level,
+    PrivacyScope,
+    ReplicationPolicy,
+    content_id,
+    item_id,
+)
 from gaml.policy.partitions import PartitionRef
 
 T = TypeVar("T")
@@ -48,6 +60,9 @@ MAX_SEARCH_K: Final = 1000
 MAX_PEER_DEADLINE_MS: Final = 10_000
 MAX_PEER_FAN_OUT: Final = 16
 MAX_PEER_K: Final = 64  # crdt.wire.MAX_ASK_K
+MAX_SESSION_CHARS: Final = 200
+MAX_TURNS: Final = 64
+TURN_ROLES: Final = ("user", "assistant", "system", "tool")
 NO_PEERS_HERE: Final = "no daemon runs on this store: only a running node (`gaml run`) has peers to ask"
 
 
@@ -230,6 +245,28 @@ def numbered(fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
             out.append(fn(item))
         except GamlError as e:
             raise type(e)(f"asset #{i + 1}: {e}") from None
+    return out
+
+
+def check_turns(turns: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The turns of a remember call as ``{"role", "content"}``; :class:`InvalidInput` naming the first bad one."""
+    if isinstance(turns, str | bytes) or not isinstance(turns, Sequence) or not turns:
+        raise InvalidInput("remember needs at least one turn: {role, content}")
+    if len(turns) > MAX_TURNS:
+        raise InvalidInput(f"remember takes at most {MAX_TURNS} turns per call, got {len(turns)}")
+    out = []
+    for i, t in enumerate(turns):
+        if not isinstance(t, Mapping):
+            raise InvalidInput(f"turn #{i + 1} is not an object with role and content")
+        role, content = t.get("role", "user"), t.get("content")
+        if role not in TURN_ROLES:
+            raise InvalidInput(f"turn #{i + 1}: role {role!r} is not one of {', '.join(TURN_ROLES)}")
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput(f"turn #{i + 1}: content must be non-empty text")
+        extra = set(t) - {"role", "content"}
+        if extra:
+            raise InvalidInput(f"turn #{i + 1}: unknown field(s) {', '.join(sorted(extra))} (a turn is role, content)")
+        out.append({"role": role, "content": content})
     return out
 
 
@@ -422,6 +459,37 @@ class MemoryService:
             with stage("curate", len(dirty)) as bar:
                 out["curation"] = self.ladder.curate(now, dirty, progress=bar.update).to_json()
         return out
+
+    def remember(
+        self,
+        caller: Principal,
+        turns: Sequence[Mapping[str, Any]],
+        now: int,
+        *,
+        session: str = "",
+        curate: bool = False,
+    ) -> dict[str, Any]:
+        """Ingest one exchange — a note, a chat turn, a user message with the reply it got — into the caller's
+        journal, as a source of its own (``chat:remember:<session>:<hash>``), through the same path as a file:
+        envelopes stripped, privacy rules, facts extracted, curation. ``turns``: ``{"role", "content"}`` objects
+        (roles user, assistant, system, tool; ``content`` a string). Returns the source id, the ids of the items kept
+        and the ingest report (counts)."""
+        checked = check_turns(turns)
+        if len(session) > MAX_SESSION_CHARS or any(c in session for c in "\x00\n"):
+            raise InvalidInput(f"a session name is at most {MAX_SESSION_CHARS} characters on one line")
+        body = orjson.dumps([caller.user, now, checked], option=orjson.OPT_SORT_KEYS)
+        source = f"remember:{session or 'notes'}:{hashlib.blake2b(body, digest_size=8).hexdigest()}"
+        doc = {
+            "id": source,
+            "title": session or "remembered",
+            "messages": [{**t, "timestamp": now / 1e6} for t in checked],
+        }
+        report = self.ingest(caller, [IngestFile("remember", orjson.dumps(doc), format="chat")], now, curate=curate)
+        source_id = f"chat:{source}"
+        mark = self.ingestor.watermark(source_id) or {}
+        report["source"] = source_id
+        report["ids"] = [item_id(source_id, pos) for pos in mark.get("items", [])]
+        return report
 
     def forget(self, caller: Principal, id_: str, now: int) -> ErasureReceipt:
         return self.ladder.forget(id_, now, by=caller.id)

@@ -427,6 +427,18 @@ class RemoteMemory:
         c = self.client
         return dict(_struct_json(c._call(c.stub.Ingest, requests()).report))
 
+    def remember(
+        self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False
+    ) -> dict[str, Any]:
+        c = self.client
+        req = memory_pb2.RememberRequest(
+            turns=[memory_pb2.Turn(role=t.get("role", "user"), content=t.get("content", "")) for t in turns],
+            session=session,
+            curate=curate,
+        )
+        r = c._call(c.stub.Remember, req)
+        return {**_struct_json(r.report), "source": r.source, "ids": list(r.ids)}
+
     def forget(self, id_: str) -> ErasureReceipt:
         c = self.client
         r = c._call(c.stub.Forget, memory_pb2.ForgetRequest(id=id_))

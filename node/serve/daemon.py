@@ -104,7 +104,9 @@ from gaml.policy.keychain import NODE_IDENTITY_REF
 T = TypeVar("T")
 RUN_DIR: Final = "run"
 SOCKET_NAME: Final = "gaml.sock"
-WRITES: Final = frozenset({"Put", "Ingest", "Forget", "Override"})  # calls after which replication ticks at once
+WRITES: Final = frozenset(
+    {"Put", "Ingest", "Remember", "Forget", "Override"}
+)  # calls after which replication ticks at once
 INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid

@@ -294,6 +294,19 @@ class MemoryServicer:
             )
         return memory_pb2.GetResponse(asset=asset_to_pb(asset))
 
+    async def Remember(
+        self, req: memory_pb2.RememberRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.RememberResponse:
+        _check(req)
+        turns = [{"role": t.role or "user", "content": t.content} for t in req.turns]
+        report = await self.rt.call(
+            ctx,
+            "Remember",
+            lambda c, now: self.svc.remember(c, turns, now, session=req.session, curate=req.curate),
+            size=req.ByteSize(),
+        )
+        return memory_pb2.RememberResponse(source=report.pop("source"), ids=report.pop("ids"), report=_struct(report))
+
     async def Forget(self, req: memory_pb2.ForgetRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.ForgetResponse:
         _check(req)
         r = await self.rt.call(ctx, "Forget", lambda c, now: self.svc.forget(c, req.id, now), size=req.ByteSize())

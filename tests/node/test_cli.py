@@ -108,7 +108,7 @@ def test_put_from_file_array_and_repeat_is_idempotent(
     ("line", "message"),
     [
         ('{"asset_type": "fcat", "payload": {}}', "asset_type: unknown value 'fcat'"),
-        ('{"asset_type": "fact", "payload": {"x": 1}}', "owner_id is required"),
+        ('{"asset_type": "fact", "payload": {"x": 1}, "owner_id": ""}', "owner_id is required"),
         ('{"asset_type": "fact", "payload": {"t": "' + "x" * 3000 + '"}, "owner_id": "a"}', "limit is 2048"),
         ('{"asset_type": "fact", "payload": {}, "owner_id": "a", "colour": "red"}', "colour"),
         ('{"asset_type": "fact", "payload": "text", "owner_id": "a"}', "payload"),

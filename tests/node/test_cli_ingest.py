@@ -35,7 +35,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
     monkeypatch.setenv("GAML_PASSPHRASE", "test passphrase")
     monkeypatch.delenv("GAML_KEYCHAIN_KEY", raising=False)
     h = tmp_path / "home"
-    code, _, err = run(capsys, "--home", str(h), "init", "--embedder", "hash")
+    code, _, err = run(capsys, "--home", str(h), "init", "--embedder", "hash", "--user", "alice")
     assert code == 0, err
     return h
 

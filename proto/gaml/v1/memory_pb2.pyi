@@ -149,6 +149,34 @@ class GetResponse(_message.Message):
     asset: _asset_pb2.Asset
     def __init__(self, asset: _Optional[_Union[_asset_pb2.Asset, _Mapping]] = ...) -> None: ...
 
+class Turn(_message.Message):
+    __slots__ = ("role", "content")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
+class RememberRequest(_message.Message):
+    __slots__ = ("turns", "session", "curate")
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    CURATE_FIELD_NUMBER: _ClassVar[int]
+    turns: _containers.RepeatedCompositeFieldContainer[Turn]
+    session: str
+    curate: bool
+    def __init__(self, turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., session: _Optional[str] = ..., curate: _Optional[bool] = ...) -> None: ...
+
+class RememberResponse(_message.Message):
+    __slots__ = ("source", "ids", "report")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    report: _struct_pb2.Struct
+    def __init__(self, source: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
 class ForgetRequest(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]

@@ -104,6 +104,11 @@ class MemoryStub:
                 request_serializer=gaml_dot_v1_dot_memory__pb2.OverrideRequest.SerializeToString,
                 response_deserializer=gaml_dot_v1_dot_memory__pb2.OverrideResponse.FromString,
                 _registered_method=True)
+        self.Remember = channel.unary_unary(
+                '/gaml.v1.Memory/Remember',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.RememberRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.RememberResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServicer:
@@ -209,6 +214,14 @@ class MemoryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Remember(self, request, context):
+        """Remember one exchange (a note, a chat turn, a question with its answer) in the caller's journal: ingested as a
+        source of its own, through the same path as a file (envelopes stripped, privacy rules, facts extracted).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +294,11 @@ def add_MemoryServicer_to_server(servicer, server):
                     servicer.Override,
                     request_deserializer=gaml_dot_v1_dot_memory__pb2.OverrideRequest.FromString,
                     response_serializer=gaml_dot_v1_dot_memory__pb2.OverrideResponse.SerializeToString,
+            ),
+            'Remember': grpc.unary_unary_rpc_method_handler(
+                    servicer.Remember,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.RememberRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.RememberResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -661,6 +679,33 @@ class Memory:
             '/gaml.v1.Memory/Override',
             gaml_dot_v1_dot_memory__pb2.OverrideRequest.SerializeToString,
             gaml_dot_v1_dot_memory__pb2.OverrideResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Remember(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Remember',
+            gaml_dot_v1_dot_memory__pb2.RememberRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.RememberResponse.FromString,
             options,
             channel_credentials,
             insecure,
