@@ -12,14 +12,16 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hmac
 import json
 import os
 import shutil
 import tempfile
 import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gaml.node.core.consensus import Weights
 from gaml.node.core.embed import Embedder, HashEmbedder
@@ -29,7 +31,7 @@ from gaml.node.core.memory.ingest import Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.memory.tiers import TierPolicy
 from gaml.node.core.node import Node
-from gaml.node.core.service import Limits
+from gaml.node.core.service import Limit, Limits
 from gaml.node.core.store.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from gaml.node.core.store.vectors import AdaptiveFactory
 from gaml.node.core.text.privacy import Rules
@@ -102,18 +104,125 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+# The settings of config.json, each as (type, default, meaning): check_config refuses any key not listed here (a typo
+# is an error, not a silent default), and docs/configuration.md is generated from these tables and the dataclasses of
+# the nested sections (`python -m gaml.node.home > docs/configuration.md`; a test keeps it current).
+CONFIG_KEYS: Final[Mapping[str, tuple[str, str, str]]] = {
+    "format": (f"`{CONFIG_FORMAT}`", "written by `gaml init`", "the version of this file's layout"),
+    "embedder": ("`minilm` or `hash`", "`minilm`", "the embedding model (`gaml init --embedder`); fixed for the home"),
+    "max_payload_bytes": ("positive integer", "1048576", "the largest sealed payload of one asset, in bytes"),
+    "local_principal": (
+        "principal id",
+        "your login name at `gaml init`",
+        "the node's own user: who every command acts as unless `--as` names another, and who callers on the "
+        "daemon's socket are",
+    ),
+    "privacy_rules": ("path", "the built-in rules", "a JSON file of privacy rules replacing the built-in ones"),
+    "limits": ("object", "see below", "per-principal rate and size limits of the daemon"),
+    "tiers": ("object", "see below", "heat, tiers and retention of the journal"),
+    "curator": ("object", '`{"kind": "extractive"}`', "how the ladder's summaries are written"),
+    "p2p": ("object", "see below", "replication over libp2p"),
+    "consensus": ("object", "see below", "reputation-weighted consensus between members of a boundary"),
+}
+P2P_KEYS: Final[Mapping[str, tuple[str, str, str]]] = {
+    "listen": ("list of multiaddrs", "`/ip4/127.0.0.1/tcp/0` once in a boundary", "where the daemon listens"),
+    "peers": ("list of multiaddrs", "none", "peers to dial and keep dialling (`…/p2p/<peer id>`)"),
+    "mdns": ("boolean", "false", "announce the node on the LAN and dial the GAML nodes found there"),
+    "gossip": ("boolean", "true", "in the public swarm, gossip this node's objects (gossipsub) beside sync"),
+    "rendezvous": ("boolean", "true", "in the public swarm, find swarm nodes through the swarm's peers"),
+}
+CURATOR_KEYS: Final[Mapping[str, tuple[str, str, str]]] = {
+    "kind": ("`extractive` or `openai`", "`extractive`", "extractive (offline) or a local OpenAI-compatible server"),
+    "base_url": (
+        "URL",
+        "none",
+        "with `openai`: the server on this machine, with or without `/v1` (`http://127.0.0.1:11434/v1`)",
+    ),
+    "model": ("string", "none", "with `openai`: the model name the server knows"),
+    "api_key_env": ("environment variable", "none", "with `openai`: the variable holding its API key, if any"),
+}
+
+
+def _unknown(cfg: Mapping[str, Any], known: Mapping[str, Any], where: str, prefix: str = "") -> None:
+    unknown = sorted(set(cfg) - set(known))
+    if unknown:
+        raise InvalidInput(
+            f"{where}: unknown setting {(prefix + unknown[0])!r} (known: {', '.join(prefix + k for k in known)}; "
+            "docs/configuration.md)"
+        )
+
+
+def config_reference() -> str:
+    """docs/configuration.md: every key of config.json, from the tables that :func:`check_config` enforces."""
+
+    def table(rows: Mapping[str, tuple[str, str, str]], prefix: str = "") -> list[str]:
+        out = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        out += [f"| `{prefix}{k}` | {t} | {d} | {m} |" for k, (t, d, m) in rows.items()]
+        return out
+
+    def fields(cls: Any, prefix: str) -> list[str]:
+        out = ["| key | default |", "| --- | --- |"]
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
+            if isinstance(default, Mapping):
+                default = ", ".join(f"{k}: {v}" for k, v in default.items())
+            out.append(f"| `{prefix}{f.name}` | {default} |")
+        return out
+
+    lines = [
+        "# Configuration: `config.json`",
+        "",
+        "<!-- generated by `python -m gaml.node.home > docs/configuration.md` from node/home.py; do not edit -->",
+        "",
+        "Each home has a `config.json` (mode 0600), written by `gaml init` and read at every start. A key GAML does",
+        "not know is refused with an error naming it, as is a value of the wrong type or out of range; nothing is",
+        "silently ignored. Secrets never go here: they are in the keychain, or named by an environment variable.",
+        "",
+        "## Top level",
+        "",
+        *table(CONFIG_KEYS),
+        "",
+        "## `p2p`",
+        "",
+        *table(P2P_KEYS, "p2p."),
+        "",
+        "## `curator`",
+        "",
+        *table(CURATOR_KEYS, "curator."),
+        "",
+        "## `limits`",
+        "",
+        "The defaults for every principal, and `limits.principals.<id>` with any of the same keys for one principal.",
+        "",
+        *fields(Limit, "limits."),
+        "",
+        "## `tiers`",
+        "",
+        *fields(TierPolicy, "tiers."),
+        "",
+        "## `consensus`",
+        "",
+        "Weights are in millionths (1,000,000 = 1.0); `trust` may name only some trust classes.",
+        "",
+        *fields(Weights, "consensus."),
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def check_config(cfg: dict[str, Any], where: str) -> None:
     """Raise :class:`InvalidInput` naming the key of the first setting of ``cfg`` that is missing or wrong.
 
     Required: ``embedder`` (one of :data:`EMBEDDERS`), ``max_payload_bytes`` (a positive whole number). Optional:
     ``local_principal`` and ``privacy_rules`` (non-empty strings), ``limits`` (:class:`node.service.Limits`),
     ``tiers`` (``TierPolicy``), ``curator`` (an object with a ``kind``), ``p2p`` (``listen`` and
-    ``peers``, lists of strings), ``consensus`` (:class:`node.core.consensus.Weights`, by field name). Settings
-    GAML does not know are left alone."""
+    ``peers``, lists of strings), ``consensus`` (:class:`node.core.consensus.Weights`, by field name). A key not in
+    :data:`CONFIG_KEYS` (or, in ``p2p`` and ``curator``, their tables) is refused."""
 
     def bad(key: str, why: str) -> InvalidInput:
         return InvalidInput(f"{where}: {key!r} {why}")
 
+    _unknown(cfg, CONFIG_KEYS, where)
     for key in ("embedder", "max_payload_bytes"):
         if key not in cfg:
             raise bad(key, "is missing (gaml init writes it)")
@@ -139,7 +248,9 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
         Weights.from_json(cfg.get("consensus") or {})
     except (ValueError, TypeError) as e:
         raise bad("consensus", f": {e}") from None
+    _unknown(cfg.get("p2p") or {}, P2P_KEYS, where, "p2p.")
     curator = cfg.get("curator") or {"kind": "extractive"}
+    _unknown(curator, CURATOR_KEYS, where, "curator.")
     if not isinstance(curator.get("kind"), str):
         raise bad("curator", "needs a 'kind' (extractive or openai)")
     for key in ("listen", "peers"):
@@ -347,3 +458,7 @@ def token_principal(keychain: Any, token: str) -> str:
     if not hmac.compare_digest(mac, _token_mac(keychain, principal)):
         raise Unauthenticated("this access token was not issued by this node")
     return principal
+
+
+if __name__ == "__main__":
+    print(config_reference(), end="")

@@ -2,8 +2,8 @@
 
 Secrets come from the environment, never from arguments: ``GAML_PASSPHRASE`` (a passphrase stretched by Argon2id), or
 ``GAML_KEYCHAIN_KEY`` (64 hex characters, for unattended nodes). Without either, an interactive terminal is asked.
-Exit codes: 0 success, 1 not found, 2 bad input or refused, 3 store or keychain failure, 4 a failure after part of
-the work was committed (``gaml put``: the ids of what was committed are printed, the message says what was not).
+Exit codes (``gaml --help`` lists them): 0 success, 1 not found, 2 usage or bad input, 3 store or keychain failure,
+4 a failure after part of the work was committed, 5 refused (policy, unknown principal, bad token), 70 internal error.
 """
 
 from gaml.node.cli.main import main as main

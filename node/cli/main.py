@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import os
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gaml.crdt.swarm import DEFAULT_SWARM
 from gaml.node.cli._common import fail
+from gaml.node.cli.agents import add_parsers as add_agent_parsers
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
     cmd_access_log,
@@ -53,6 +56,8 @@ from gaml.node.cli.store import (
     cmd_run,
     cmd_sources,
 )
+from gaml.node.core.api import VERSION
+from gaml.node.core.errors import Unauthenticated
 from gaml.node.core.hydrate import HYDRATION_MODES
 from gaml.node.core.text.parsers import FORMATS
 from gaml.node.home import (
@@ -64,9 +69,25 @@ from gaml.policy.errors import (
     GamlError,
     KeychainError,
     NotFound,
+    PolicyError,
     StoreError,
+    UnknownPrincipal,
 )
 from gaml.policy.model import AssetType, Level, PrivacyScope, ReplicationPolicy
+
+EXIT_CODES = """\
+who acts: you, the node's own user (`gaml init --user`, default your login name), unless --as or $GAML_AS names
+another principal. Secrets come from the environment: GAML_PASSPHRASE (or GAML_KEYCHAIN_KEY), else a terminal asks.
+
+exit codes:
+  0  success
+  1  not found (no such asset, file or home)
+  2  usage or bad input (a malformed argument, file, JSON or asset)
+  3  the store or the keychain failed (locked by another process, corrupt, wrong passphrase)
+  4  failed after part of the work was committed (what was committed is printed)
+  5  refused: the caller may not do this (policy, an unknown principal, a bad token)
+  70 an internal error (a bug: please report it with the message)
+"""
 
 
 def _time(text: str) -> int:
@@ -162,7 +183,13 @@ def _reader_options(s: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gaml", description="GAML: an agentic memory node.")
+    p = argparse.ArgumentParser(
+        prog="gaml",
+        description='GAML: an agentic memory node. Start with `gaml init`, then `gaml add "…"` and `gaml search`.',
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"gaml {VERSION}")
     p.add_argument("--home", type=Path, default=None, help="the node's directory (default: $GAML_HOME or ~/.gaml)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -202,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("delete", help="delete an asset (a signed tombstone remains); only its owner may")
     s.add_argument("id")
-    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.add_argument("--as", dest="as_", metavar="OWNER", help="the owner (default: you)")
     s.set_defaults(func=cmd_delete)
 
     s = sub.add_parser("search", help="governed hybrid search (dense + BM25) within what the principal may read")
@@ -221,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("redact", help="store a redacted packet of an asset (emails, phones, keys, names removed)")
     s.add_argument("id")
-    s.add_argument("--as", dest="as_", required=True, metavar="OWNER")
+    s.add_argument("--as", dest="as_", metavar="OWNER", help="the owner (default: you)")
     s.set_defaults(func=cmd_redact)
 
     s = sub.add_parser("principal", help="register principals: gaml principal add ID [--tenant T] [--role R]")
@@ -307,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-curate", action="store_true", help="leave curation for later (`gaml curate`)")
     s.add_argument("--watch", action="store_true", help="keep watching the files and ingest what is appended")
     s.add_argument("--interval", type=_seconds, default=1.0, help="seconds between checks with --watch (default 1)")
+    s.add_argument("--json", action="store_true", help="each pass's report as JSON (the default when not a terminal)")
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("curate", help="compile pending sources into L1-L3 rungs (summaries, distillations, skeletons)")
@@ -441,11 +469,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("name", nargs="?", default=DEFAULT_SWARM, help=f"the swarm's name (default {DEFAULT_SWARM})")
     a.set_defaults(func=cmd_swarm_join)
 
+    add_agent_parsers(sub, _positive)
+
     s = sub.add_parser("peers", help="this node's id, its boundaries, their members and the live connections")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_peers)
 
     s = sub.add_parser("stats", help="counts, partitions and index state")
+    s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="whose view of the partitions (default: you)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_stats)
     return p
@@ -462,9 +493,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         fail(str(e), 1)
     except (StoreError, KeychainError) as e:
         fail(str(e), 3)
+    except (PolicyError, Unauthenticated, UnknownPrincipal) as e:
+        fail(str(e), 5)
     except GamlError as e:
         fail(str(e), 2)
     except OSError as e:
         fail(f"{e.strerror or e}: {e.filename or ''}".rstrip(": "), 3)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except Exception as e:  # a bug: one clear line (the traceback with GAML_DEBUG=1), and its own exit code
+        if os.environ.get("GAML_DEBUG"):
+            traceback.print_exc()
+        fail(f"internal error: {type(e).__name__}: {e} (a bug: please report it; GAML_DEBUG=1 shows where)", 70)

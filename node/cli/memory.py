@@ -222,7 +222,7 @@ def cmd_put(args: argparse.Namespace) -> None:
             draft_from_json(obj)
         except GamlError as e:
             raise type(e)(f"{where}: {e}") from None
-        owner = args.owner or _config_user(args.home)
+        owner = args.owner or (None if acting_as(args, args.as_) else _config_user(args.home))
         if owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
             obj = {**obj, "owner_id": owner}
         objs.append(obj)
@@ -420,7 +420,7 @@ def cmd_reputation(args: argparse.Namespace) -> None:
 
 def cmd_stats(args: argparse.Namespace) -> None:
     """The node's status, the same fields whether its daemon answers or the store does, and the home's size."""
-    with _memory(args, None, holder=True) as mem:  # on the store: the whole node, as the holder of its keys
+    with _memory(args, args.as_) as mem:
         out = mem.status().to_json()
     out["bytes_on_disk"] = _bytes_under(args.home)
     if args.json:
@@ -447,9 +447,13 @@ def _bytes_under(home: Path) -> int:
     return total
 
 
-def _ingest_paths(paths: Sequence[str]) -> list[Path]:
-    """The files to ingest: each file given, and the files under each directory given (sorted, hidden ones skipped)."""
+def _ingest_paths(paths: Sequence[str], warned: set[Path] | None = None) -> list[Path]:
+    """The files to ingest: each file given, and the files under each directory given (sorted, hidden ones skipped).
+
+    A file given by name must be readable (its error stops the command); a file found under a directory that cannot
+    be read (permissions, gone) is skipped with a warning on stderr, once (``warned`` remembers it across passes)."""
     out: list[Path] = []
+    seen = warned if warned is not None else set()
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
@@ -461,7 +465,16 @@ def _ingest_paths(paths: Sequence[str]) -> list[Path]:
             )
             if not found:
                 raise NotFound(f"{raw}: the directory holds no files to ingest (hidden ones are skipped)")
-            out += found
+            for f in found:
+                try:
+                    with f.open("rb"):
+                        pass
+                except OSError as e:
+                    if f not in seen:
+                        seen.add(f)
+                        print(f"gaml: warning: {f}: skipped ({e.strerror or e})", file=sys.stderr, flush=True)
+                    continue
+                out.append(f)
         else:
             regular_file(p, "gaml ingest reads regular files (it keeps a watermark per file)")
             out.append(p)
@@ -508,10 +521,12 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     Each pass prints one JSON line. Files are looked at (size, modification time) *before* they are read, so a write
     that lands while a pass reads them is seen as a change by the next check (and re-reading what was already
     ingested is skipped by the watermarks)."""
-    files = _ingest_paths(args.paths)
+    warned: set[Path] = set()
+    files = _ingest_paths(args.paths, warned)
+    named = {Path(p) for p in args.paths if not Path(p).is_dir()}
     with _memory(args, args.owner, owner=True) as mem:
 
-        def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
+        def ingest(todo: Sequence[Path]) -> dict[str, Any]:
             try:
                 return mem.ingest([_ingest_file(f, args) for f in todo], curate=not args.no_curate)
             except InvalidInput as e:
@@ -521,13 +536,34 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                 said = f" (read as {fmt} because of --format {fmt}; without --format the format is detected)"
                 raise InvalidInput(str(e).replace(forced_format_note(args.format), said)) from None
 
-        _ingest_passes(one_pass, files, args)
+        def one_pass(todo: Sequence[Path]) -> dict[str, Any]:
+            """The pass over ``todo``; a file found under a directory that cannot be parsed is left out with a
+            warning and the pass goes on without it (one bad file does not stop a folder). Nothing is written
+            before every file left in has been parsed."""
+            todo = list(todo)
+            skipped: list[str] = []
+            while True:
+                try:
+                    out = ingest(todo)
+                except InvalidInput as e:
+                    bad = next((f for f in todo if f not in named and str(e).startswith(f"{f}: ")), None)
+                    if bad is None or len(todo) == 1:
+                        raise
+                    todo.remove(bad)
+                    skipped.append(str(bad))
+                    print(f"gaml: warning: skipped {e}", file=sys.stderr, flush=True)
+                    continue
+                if skipped:
+                    out["skipped_files"] = skipped
+                return out
+
+        _ingest_passes(one_pass, files, args, warned)
 
 
 CLIPPED_SHOWN_MAX = 20
 
 
-def _print_pass(report: dict[str, Any]) -> None:
+def _print_pass(report: dict[str, Any], as_json: bool = True) -> None:
     """A pass's report as one JSON line on stdout, and on stderr what it cut to fit the payload limit."""
     clipped = report.get("clipped") or []
     for c in clipped[:CLIPPED_SHOWN_MAX]:
@@ -542,28 +578,57 @@ def _print_pass(report: dict[str, Any]) -> None:
             f"gaml: warning: … and {len(clipped) - CLIPPED_SHOWN_MAX} more cut (the report's clipped list)",
             file=sys.stderr,
         )
+    if not as_json and _human(report):
+        return
     print(json.dumps(report), flush=True)
 
 
+def _human(report: dict[str, Any]) -> bool:
+    """Print a pass's report as a sentence when a person reads it (a terminal, without --json); False otherwise."""
+    gated = sum(int(v) for v in (report.get("gated") or {}).values())
+    cur = report.get("curation") or {}
+    line = (
+        f"ingested {int(report.get('files', 0))} file(s), {int(report.get('sources', 0))} source(s): "
+        f"{int(report.get('records', 0)) - int(report.get('skipped', 0))} new record(s) -> "
+        f"{int(report.get('items', 0))} item(s), {int(report.get('facts', 0))} fact(s)"
+    )
+    if report.get("skipped"):
+        line += f"; {int(report['skipped'])} record(s) already ingested"
+    if gated:
+        line += f"; {gated} gated ({', '.join(f'{k} {int(v)}' for k, v in sorted(report['gated'].items()))})"
+    if report.get("redactions"):
+        line += f"; {int(report['redactions'])} secret(s) redacted"
+    if cur:
+        line += f"; curated {int(cur.get('sources', 0))} source(s) into {int(cur.get('rungs', 0))} rung(s)"
+    if report.get("skipped_files"):
+        line += f"; skipped {len(report['skipped_files'])} unreadable file(s)"
+    print(line, flush=True)
+    return True
+
+
 def _ingest_passes(
-    one_pass: Callable[[Sequence[Path]], dict[str, Any]], files: Sequence[Path], args: argparse.Namespace
+    one_pass: Callable[[Sequence[Path]], dict[str, Any]],
+    files: Sequence[Path],
+    args: argparse.Namespace,
+    warned: set[Path] | None = None,
 ) -> None:
     """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
     JSON line), whether the passes run on the store or through the daemon."""
     seen = _snapshot(files)
-    _print_pass(_reporting_held_back(one_pass, files, args.format))
+    as_json = getattr(args, "json", True) or not sys.stdout.isatty()  # a terminal gets a sentence per pass
+    _print_pass(_reporting_held_back(one_pass, files, args.format), as_json)
     if not args.watch:
         return
     print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(args.interval)
-            now_seen = _snapshot(_ingest_paths(args.paths))
+            now_seen = _snapshot(_ingest_paths(args.paths, warned if warned is not None else set()))
             changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
             seen = now_seen
             if changed:
                 try:
-                    _print_pass(_reporting_held_back(one_pass, changed, args.format))
+                    _print_pass(_reporting_held_back(one_pass, changed, args.format), as_json)
                 except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
                     print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
                     seen = {f: m for f, m in seen.items() if f not in changed}

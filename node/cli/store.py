@@ -8,6 +8,7 @@ import getpass
 import json
 
 from gaml.node.cli._common import now_us, open_store, progress, unlock
+from gaml.node.cli.memory import acting_as, own_user
 from gaml.node.home import (
     init_home,
     memory_layers,
@@ -25,13 +26,13 @@ def cmd_init(args: argparse.Namespace) -> None:
 
 def cmd_delete(args: argparse.Namespace) -> None:
     with open_store(args) as node:
-        tomb = node.delete(args.id, now_us(), by=args.as_)
+        tomb = node.delete(args.id, now_us(), by=acting_as(args, args.as_) or own_user(args.home, node))
     print(json.dumps({"id": tomb.id, "tombstone": True, "version": tomb.version}))
 
 
 def cmd_redact(args: argparse.Namespace) -> None:
     with open_store(args) as node:
-        packet = node.redact(args.id, args.as_, now_us())
+        packet = node.redact(args.id, acting_as(args, args.as_) or own_user(args.home, node), now_us())
     print(packet)
 
 

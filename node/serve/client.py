@@ -146,15 +146,20 @@ _TLS_MARKS: Final = ("handshake", "ssl", "tls", "certificate")
 class Client:
     """A connection to a node. Every call raises a :class:`GamlError` subclass on failure."""
 
-    def __init__(self, channel: grpc.Channel, *, timeout_s: float = DEFAULT_TIMEOUT_S, tcp: str = "") -> None:
+    def __init__(
+        self, channel: grpc.Channel, *, timeout_s: float = DEFAULT_TIMEOUT_S, tcp: str = "", token: str = ""
+    ) -> None:
         self.channel = channel
         self.stub = memory_pb2_grpc.MemoryStub(channel)
         self.timeout_s = timeout_s
         self._tcp = tcp  # host:port of an mTLS node, to tell a refused handshake from a node that is not there
+        # An access token (`gaml token`): over the socket, the call is the token's principal's, not the node's own user.
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
 
     @classmethod
     def unix(cls, path: str | Path, **kw: Any) -> Client:
-        """Over the node's Unix socket: you are the node's local principal (the kernel vouches for your uid)."""
+        """Over the node's Unix socket: you are the node's local principal (the kernel vouches for your uid), or the
+        principal whose access token is given (``token=``: the node checks it on every call)."""
         target = f"unix:{Path(path).expanduser()}"
         creds = grpc.local_channel_credentials(grpc.LocalConnectionType.UDS)
         return cls(grpc.secure_channel(target, creds, options=_OPTIONS), **kw)
@@ -177,7 +182,9 @@ class Client:
 
     def _call(self, method: Callable[..., T], request: Any, timeout_s: float | None = None) -> T:
         try:
-            return method(request, timeout=timeout_s or self.timeout_s)
+            if self._metadata is None:
+                return method(request, timeout=timeout_s or self.timeout_s)
+            return method(request, timeout=timeout_s or self.timeout_s, metadata=self._metadata)
         except grpc.RpcError as e:
             err = error_of(e)
             # No answer of the node's own, and no connection ever made (not a daemon gone mid-call, a GOAWAY, …).

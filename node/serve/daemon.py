@@ -88,6 +88,7 @@ from gaml.node.home import (
     memory_layers,
     open_node,
     read_config,
+    token_principal,
 )
 from gaml.node.pairing import gossip_enabled, mdns_enabled, p2p_config, rendezvous_enabled
 from gaml.node.serve.replicator import Replicator, status_key
@@ -142,6 +143,18 @@ def configure_logging(stream: Any = None, level: int = logging.INFO) -> None:
 
 def _event(event: str, level: int = logging.INFO, **fields: Any) -> None:
     log.log(level, event, extra={"fields": fields})
+
+
+def _bearer(ctx: grpc.aio.ServicerContext) -> str | None:
+    """The access token of a call's ``authorization: Bearer …`` metadata, if it carries one."""
+    for key, value in ctx.invocation_metadata() or ():
+        if key == "authorization":
+            text = value.decode() if isinstance(value, bytes) else value
+            scheme, _, token = text.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthenticated("the authorization metadata is not 'Bearer <token>'")
+            return token.strip()
+    return None
 
 
 def replication_path(home: Path) -> Path:
@@ -404,6 +417,10 @@ class Daemon:
     def _open(self) -> MemoryService:
         node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
         try:
+            # The model is loaded before the node says it serves: the first call does not pay seconds for it.
+            t0 = time.perf_counter()
+            node.embedder.embed(["warm-up"])
+            _event("embedder_ready", embedder=node.embedder.id, seconds=round(time.perf_counter() - t0, 3))
             ingestor, ladder = memory_layers(self.home, node)
             svc = MemoryService(node, ingestor, ladder, self.opts.counter or make_counter)
             name = self.opts.local_principal or local_principal(self.home, node) or getpass.getuser()
@@ -707,7 +724,15 @@ class Daemon:
         auth = ctx.auth_context()
         kind = (auth.get("transport_security_type") or [b""])[0]
         if kind == b"local":
-            return self.local_principal, "unix"
+            bearer = _bearer(ctx)
+            if bearer is None:
+                return self.local_principal, "unix"
+            svc = self.service
+            if svc is None:
+                raise Unavailable("the node is starting")
+            # A token the node issued (`gaml token`): the caller on the socket acts as its principal (the MCP and
+            # proxy doors serve several principals through one socket this way).
+            return token_principal(svc.node.store.keychain, bearer), "unix+token"
         if kind == b"ssl":
             pem = (auth.get("x509_pem_cert") or [b""])[0]
             if not pem:

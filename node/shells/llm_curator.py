@@ -50,6 +50,16 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def chat_completions_url(base_url: str) -> str:
+    """The chat-completions endpoint of an OpenAI-compatible server, from its base URL as people write it: with
+    ``/v1`` (the OpenAI and Ollama convention: ``http://127.0.0.1:11434/v1``), without it (llama.cpp's
+    ``http://127.0.0.1:8080``), or the endpoint itself."""
+    base = base_url.rstrip("/")
+    if base.endswith("/chat/completions"):
+        return base
+    return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
+
+
 class OpenAICompatibleCurator:
     """One sentence from a chat-completions model; the extractive curator when the model fails."""
 
@@ -59,7 +69,7 @@ class OpenAICompatibleCurator:
             raise ValueError(f"curator base URL must be http(s)://host[:port][/path], got {base_url!r}")
         if timeout <= 0:
             raise ValueError(f"curator timeout must be positive, got {timeout}")
-        self.url = base_url.rstrip("/") + "/v1/chat/completions"
+        self.url = chat_completions_url(base_url)
         self.model = model
         self.timeout = timeout
         self.api_key_env = api_key_env

@@ -79,15 +79,17 @@ def test_init_put_get_search_stats(
     code, out, _ = run(capsys, "--home", str(home), "search", "release", "--as", "bob", "--json")
     assert ids[1] in [h["id"] for h in json.loads(out)]
     code, _, err = run(capsys, "--home", str(home), "search", "release", "--as", "mallory")
-    assert code == 2 and "unknown principal" in err
+    assert code == 5 and "unknown principal" in err  # refused: nobody of that name may read
     code, out, _ = run(capsys, "--home", str(home), "access-log", "--as", "alice", "--json")
     log = json.loads(out)
     assert {e["who"] for e in log} == {"alice", "bob"} and all(e["read"] for e in log)
     code, _, err = run(capsys, "--home", str(home), "access-log", "--as", "bob")
     assert code == 0  # bob's own (empty) log; he cannot name alice's
-    code, out, _ = run(capsys, "--home", str(home), "stats", "--json")
+    code, out, _ = run(capsys, "--home", str(home), "stats", "--json", "--as", "alice")
     stats = json.loads(out)
     assert stats["assets"] == 3 and len(stats["partitions"]) == 3 and stats["pending"] == 0
+    code, out, _ = run(capsys, "--home", str(home), "stats", "--json")  # you, the node's own user: yours only
+    assert code == 0 and json.loads(out)["user"] == json.loads(out)["principal"] != "alice"
 
 
 def test_put_from_file_array_and_repeat_is_idempotent(
@@ -239,7 +241,7 @@ def test_grant_revoke_access_log_and_redact_from_the_cli(
     _, out, _ = run(capsys, "--home", str(home), "grants", "--to", "bob")
     assert [g["id"] for g in json.loads(out)] == [grant["id"]]
     code, _, err = run(capsys, "--home", str(home), "revoke", grant["id"], "--as", "bob")
-    assert code == 2 and "only alice may revoke" in err
+    assert code == 5 and "only alice may revoke" in err  # refused
     run(capsys, "--home", str(home), "revoke", grant["id"], "--as", "alice")
     _, out, _ = run(capsys, "--home", str(home), "search", "garden", "--as", "bob", "--json")
     assert json.loads(out) == []

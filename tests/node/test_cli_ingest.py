@@ -502,7 +502,7 @@ def test_forget_erases_an_item_and_its_influence(
     code, _, err = gaml(capsys, home, "forget", target, "--as", "bob")
     assert code == 1 and err == f"gaml: error: no asset {target}\n"  # bob may not even learn that it exists
     code, _, err = gaml(capsys, home, "forget", target, "--as", "mallory")
-    assert code == 2 and "unknown principal" in err
+    assert code == 5 and "unknown principal" in err  # refused
 
     receipt = ok(capsys, home, "forget", target, "--as", "alice")
     assert receipt["id"] == target and receipt["by"] == "alice" and receipt["reason"] == "forget"
@@ -687,7 +687,7 @@ def test_ingest_owner_must_be_an_owner_not_an_agent(
     before = journal_seq(capsys, home)
     path = write_input(tmp_path, "text")
     code, out, err = gaml(capsys, home, "ingest", str(path), "--owner", "agent1")
-    assert code == 2 and out == ""
+    assert code == 5 and out == ""  # refused
     assert "agent1 writes alice's memory, not agent1's" in err
     assert journal_seq(capsys, home) == before
 
@@ -733,4 +733,4 @@ def test_gaml_as_naming_nobody_says_so(
     """`$GAML_AS` naming no registered principal is refused as an unknown principal, as `--as` would be."""
     monkeypatch.setenv("GAML_AS", "zed")
     code, _, err = gaml(capsys, home, "hydrate", "--goal", "anything", "--budget", "300")
-    assert code == 2 and "unknown principal 'zed'" in err
+    assert code == 5 and "unknown principal 'zed'" in err  # refused

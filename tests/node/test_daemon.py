@@ -75,6 +75,7 @@ METHODS = {
     "Conflicts",
     "Reputation",
     "Override",
+    "Remember",
 }
 TRANSPORTS = ("unix", "mtls")
 NOBODY = 65534
@@ -844,7 +845,7 @@ def test_stats_has_the_same_fields_with_and_without_a_daemon() -> None:
 
 def test_the_cli_goes_through_a_running_daemon() -> None:
     """With a daemon serving the home, `gaml stats/put/search/hydrate/access-log/ingest` run through it as its local
-    principal; `--as` another principal is refused (exit 2) and a command that needs the store says the daemon holds
+    principal; `--as` another principal is refused (exit 5) and a command that needs the store says the daemon holds
     the database, naming its pid (exit 3)."""
     with served() as s:
         r = _gaml(s.home, "stats", "--json")
@@ -876,7 +877,7 @@ def test_the_cli_goes_through_a_running_daemon() -> None:
         assert json.loads(r.stdout)["records"] == session_records()
 
         r = _gaml(s.home, "search", "oat-milk", "--as", "bob")
-        assert r.returncode == 2, r.stderr
+        assert r.returncode == 5, r.stderr  # refused
         assert "over its socket you are alice" in r.stderr and "bob" in r.stderr
 
         r = _gaml(s.home, "principals")

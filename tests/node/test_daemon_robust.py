@@ -30,7 +30,7 @@ from grpc_status import rpc_status
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gaml.node.core.service import IngestFile
+from gaml.node.core.service import MAX_SESSION_CHARS, IngestFile, check_turns
 from gaml.node.core.store.kv import SPACES
 from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import Daemon, read_info
@@ -186,6 +186,11 @@ def could_write(method: str, payload: bytes | Sequence[bytes]) -> bool:
         if method == "Ingest":
             assert not isinstance(payload, bytes)
             return _ingest_could_write([memory_pb2.IngestRequest.FromString(p) for p in payload])
+        if method == "Remember":  # remembers unless the node refuses the turns (check_turns) or the session name
+            assert isinstance(payload, bytes)
+            r = memory_pb2.RememberRequest.FromString(payload)
+            check_turns([{"role": t.role or "user", "content": t.content} for t in r.turns])
+            return len(r.session) <= MAX_SESSION_CHARS and not any(c in r.session for c in "\x00\n")
     except Exception:  # the bytes do not decode: the daemon answers INVALID_ARGUMENT
         return False
     return False
@@ -558,6 +563,17 @@ def hostile_requests(method: str, node: FuzzNode) -> st.SearchStrategy[bytes]:
             st.builds(memory_pb2.ConflictsRequest, intent=intents(), slot=TEXT | st.sampled_from(["n:0", "s:[]"]))
         ),
         "Reputation": st.just(b""),
+        "Remember": serialized(
+            st.builds(
+                memory_pb2.RememberRequest,
+                turns=st.lists(
+                    st.builds(memory_pb2.Turn, role=st.sampled_from(["", "user", "robot"]) | TEXT, content=TEXT),
+                    max_size=3,
+                ),
+                session=TEXT,
+                curate=st.booleans(),
+            )
+        ),
         # On the fuzz node (in no boundary) every override is refused: nothing to choose between.
         "Override": serialized(st.builds(memory_pb2.OverrideRequest, slot=TEXT, choose=TEXT | ids, reason=TEXT)),
     }

@@ -75,6 +75,16 @@ def server() -> Iterator[tuple[str, FakeModel]]:
         thread.join()
 
 
+def test_a_base_url_with_or_without_v1_reaches_the_same_endpoint(server: tuple[str, FakeModel]) -> None:
+    """The OpenAI/Ollama convention (a base URL ending in /v1) and llama.cpp's (the bare server) both reach
+    /v1/chat/completions; neither becomes /v1/v1/… (a 404 that fell back silently before)."""
+    url, model = server
+    for base in (url, url + "/v1", url + "/v1/", url + "/v1/chat/completions"):
+        cur = OpenAICompatibleCurator(base, "tiny", timeout=5.0)
+        assert cur.summarize(TEXTS, goal=GOAL, limit=200) == ANSWER and cur.failures == 0
+    assert [r[0] for r in model.requests] == ["/v1/chat/completions"] * 4
+
+
 def extractive() -> str:
     return ExtractiveCurator().summarize(TEXTS, goal=GOAL, limit=200)
 

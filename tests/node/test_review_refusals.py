@@ -37,7 +37,7 @@ def test_an_owner_that_is_no_principal_id_is_refused_and_nothing_is_stored(
     before."""
     before = store_digest(home)
     code, out, err = run_cli(capsys, "--home", str(home), "put", stdin=json.dumps(fact("x", owner_id="ali ce")))
-    assert (code, out) == (2, "") and "'ali ce'" in err
+    assert (code, out) == (5, "") and "'ali ce'" in err  # refused
     assert store_digest(home) == before
     code, out, _ = run_cli(capsys, "--home", str(home), "principals")
     assert code == 0 and "ali ce" not in out
@@ -54,7 +54,7 @@ def test_a_put_whose_last_asset_is_refused_writes_none_of_them(
     code, out, err = run_cli(
         capsys, "--home", str(home), "put", "--batch", batch, stdin="\n".join(json.dumps(d) for d in drafts)
     )
-    assert (code, out) == (2, "") and "asset #3" in err and "not a member of tenant 'globex'" in err
+    assert (code, out) == (5, "") and "asset #3" in err and "not a member of tenant 'globex'" in err
     assert store_digest(home) == before
 
 
@@ -127,7 +127,7 @@ def test_a_put_through_the_daemon_in_several_calls_is_checked_whole_first() -> N
             before = c.status()["assets"]
             drafts = [fact("one"), fact("two"), fact("three", tenant_scope="globex", privacy_scope="tenant_private")]
             r = gaml_process(home.path, "put", "--batch", "1", stdin="\n".join(json.dumps(d) for d in drafts))
-            assert (r.returncode, r.stdout) == (2, ""), r.stderr
+            assert (r.returncode, r.stdout) == (5, ""), r.stderr  # refused
             assert "asset #3" in r.stderr and "not a member of tenant 'globex'" in r.stderr
             assert c.status()["assets"] == before
     finally:
