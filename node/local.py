@@ -24,10 +24,18 @@ from gaml.node.core.api import (
 )
 from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
-from gaml.node.core.service import NO_PEERS_HERE, IngestFile, MemoryService, Progress, not_asked, numbered
+from gaml.node.core.service import (
+    DEFAULT_LIST_LIMIT,
+    NO_PEERS_HERE,
+    IngestFile,
+    MemoryService,
+    Progress,
+    not_asked,
+    numbered,
+)
 from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import PolicyError
-from gaml.policy.model import Asset, Level
+from gaml.policy.model import Asset, AssetType, Level
 from gaml.proto.convert import draft_from_json
 
 if TYPE_CHECKING:
@@ -97,6 +105,10 @@ class LocalMemory:
 
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         return self.service.ingest(self.caller, files, self._clock_us(), curate=curate, progress=self._progress)
+
+    def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
+        kinds = [t if isinstance(t, AssetType) else AssetType.parse(t) for t in types]
+        return self.service.list_own(self.caller, types=kinds, since=since, limit=limit or DEFAULT_LIST_LIMIT)
 
     def remember(
         self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False

@@ -19,12 +19,14 @@ from gaml.node.cli.memory import (
     cmd_access_log,
     cmd_add,
     cmd_conflicts,
+    cmd_export,
     cmd_forget,
     cmd_get,
     cmd_grant,
     cmd_grants,
     cmd_hydrate,
     cmd_ingest,
+    cmd_list,
     cmd_put,
     cmd_reputation,
     cmd_revoke,
@@ -211,6 +213,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="whose memory (default: you, the node's own user)")
     s.add_argument("--json", action="store_true", help="print the ingest report")
     s.set_defaults(func=cmd_add)
+
+    for name, what in (
+        ("list", "your own memory, oldest first (one line each; --json: JSON lines)"),
+        ("export", "your own memory as JSON lines, decrypted (protect the output)"),
+    ):
+        s = sub.add_parser(name, help=what)
+        s.add_argument("--type", type=_enum(AssetType), action="append", default=[], help="asset type (repeatable)")
+        s.add_argument("--since", type=_time, help="created from then (microseconds or ISO 8601)")
+        s.add_argument("--limit", type=_positive, default=1000 if name == "list" else 100_000, help="the newest N")
+        s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="whose memory (default: you)")
+        if name == "list":
+            s.add_argument("--json", action="store_true", help="JSON lines, as export prints them")
+        s.set_defaults(func=cmd_list if name == "list" else cmd_export)
 
     s = sub.add_parser("put", help="store assets (JSON object, array or JSON Lines, proto JSON mapping)")
     s.add_argument("file", nargs="?", help="input file (default or '-': stdin)")

@@ -20,7 +20,7 @@ from gaml.node.cli._common import now_us, open_store, progress, regular_file
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.core.api import HydrateOptions, Memory, SearchOptions
 from gaml.node.core.hydrate import Segment, parse_plane
-from gaml.node.core.node import Node, whose
+from gaml.node.core.node import Node, display_text, whose
 from gaml.node.core.service import IngestFile, MemoryService, PeerRead, forced_format_note
 from gaml.node.core.text.parsers import detect, unterminated_last_line
 from gaml.node.home import (
@@ -246,6 +246,31 @@ def _config_user(home: Path) -> str | None:
     except GamlError:
         return None  # not a home: the command's own open says so
     return str(name) if name else None
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    """Your own memory, oldest first: one line each (id, created, type, level, text), or JSON lines with --json."""
+    with _memory(args, args.as_, checkpoint=False) as mem:
+        assets = mem.list_own(types=args.type, since=args.since or 0, limit=args.limit)
+    if args.json:
+        for a in assets:
+            print(json.dumps(asset_to_json(a), ensure_ascii=False))
+        return
+    if not assets:
+        print("(no memory of yours" + (" that matches" if args.type or args.since else "") + ")")
+    for a in assets:
+        when = dt.datetime.fromtimestamp(a.created_at / 1e6, dt.UTC).isoformat(timespec="seconds")
+        text = " ".join(display_text(a).split())
+        text = text if len(text) <= 80 else text[:79] + "…"
+        print(f"{a.id}  {when}  {a.asset_type.value:<11} {a.level.value}  {text}")
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    """Your own memory as JSON lines (decrypted: protect the output), oldest first."""
+    with _memory(args, args.as_, checkpoint=False) as mem:
+        assets = mem.list_own(types=args.type, since=args.since or 0, limit=args.limit)
+    for a in assets:
+        print(json.dumps(asset_to_json(a), ensure_ascii=False))
 
 
 def cmd_add(args: argparse.Namespace) -> None:

@@ -154,6 +154,11 @@ class Memory(Protocol):
         what changed; the report (counts and ids, never text)."""
         ...
 
+    def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
+        """The caller's own memory (``types``: asset types or their names; ``since``: created from then, in
+        microseconds), the newest ``limit`` (0: 1000) oldest first."""
+        ...
+
     def remember(
         self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False
     ) -> dict[str, Any]:

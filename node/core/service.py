@@ -61,6 +61,8 @@ MAX_PEER_DEADLINE_MS: Final = 10_000
 MAX_PEER_FAN_OUT: Final = 16
 MAX_PEER_K: Final = 64  # crdt.wire.MAX_ASK_K
 MAX_SESSION_CHARS: Final = 200
+DEFAULT_LIST_LIMIT: Final = 1000
+MAX_LIST_LIMIT: Final = 100_000
 MAX_TURNS: Final = 64
 TURN_ROLES: Final = ("user", "assistant", "system", "tool")
 NO_PEERS_HERE: Final = "no daemon runs on this store: only a running node (`gaml run`) has peers to ask"
@@ -490,6 +492,29 @@ class MemoryService:
         report["source"] = source_id
         report["ids"] = [item_id(source_id, pos) for pos in mark.get("items", [])]
         return report
+
+    def list_own(
+        self,
+        caller: Principal,
+        *,
+        types: Sequence[AssetType] = (),
+        since: int = 0,
+        limit: int = DEFAULT_LIST_LIMIT,
+    ) -> list[Asset]:
+        """The caller's user's own live memory, the newest ``limit`` oldest first: what it stored, remembered and
+        ingested, and what was derived from it. Its own memory: no grant is needed, and nobody else's is listed."""
+        if not 0 < limit <= MAX_LIST_LIMIT:
+            raise InvalidInput(f"limit must be in [1, {MAX_LIST_LIMIT}], got {limit}")
+        if since < 0:
+            raise InvalidInput(f"since is a time in microseconds, not {since}")
+        wanted = set(types)
+        ids = self.node.store.list_ids("owner", caller.user)
+        out = []
+        for a in self.node.store.get_many(ids) if ids else []:
+            if a is not None and a.created_at >= since and (not wanted or a.asset_type in wanted):
+                out.append(a)
+        out.sort(key=lambda a: (a.created_at, a.id))
+        return out[-limit:]
 
     def forget(self, caller: Principal, id_: str, now: int) -> ErasureReceipt:
         return self.ladder.forget(id_, now, by=caller.id)

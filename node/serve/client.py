@@ -434,6 +434,13 @@ class RemoteMemory:
         c = self.client
         return dict(_struct_json(c._call(c.stub.Ingest, requests()).report))
 
+    def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
+        c = self.client
+        req = memory_pb2.ListRequest(
+            types=[_wire(asset_pb2.AssetType, "ASSET_TYPE", t) for t in types], since=since, limit=limit
+        )
+        return [asset_from_pb(a) for a in c._call(c.stub.List, req).assets]
+
     def remember(
         self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False
     ) -> dict[str, Any]:

@@ -118,6 +118,9 @@ class AsyncConnection:
     ) -> dict[str, Any]:
         return await self._run(self.sync.remember, turns, session=session, curate=curate)
 
+    async def list_own(self, **options: Any) -> list[Asset]:
+        return await self._run(self.sync.list_own, **options)
+
     async def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
         return await self._run(self.sync.put, drafts, check_only=check_only)
 

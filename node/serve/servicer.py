@@ -27,6 +27,7 @@ from grpc_status import rpc_status
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.hydrate import Segment, Walk, peers_by_asset
 from gaml.node.core.service import (
+    DEFAULT_LIST_LIMIT,
     IngestFile,
     MemoryService,
     PeerRead,
@@ -293,6 +294,17 @@ class MemoryServicer:
                 "forget it"
             )
         return memory_pb2.GetResponse(asset=asset_to_pb(asset))
+
+    async def List(self, req: memory_pb2.ListRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.ListResponse:
+        _check(req)
+        types = [_enum(_TYPES, t, "types") for t in req.types]
+        assets = await self.rt.call(
+            ctx,
+            "List",
+            lambda c, now: self.svc.list_own(c, types=types, since=req.since, limit=req.limit or DEFAULT_LIST_LIMIT),
+            size=req.ByteSize(),
+        )
+        return memory_pb2.ListResponse(assets=[asset_to_pb(a) for a in assets])
 
     async def Remember(
         self, req: memory_pb2.RememberRequest, ctx: grpc.aio.ServicerContext

@@ -297,3 +297,35 @@ def test_tokens_are_the_nodes_own(home: Home, tmp_path: Path) -> None:
         remove_home(other)
     r = gaml_process(home.path, "token", "not a name")
     assert r.returncode == 2 and "principal id" in r.stderr
+
+
+def test_the_sdk_connects_to_the_daemon_with_typed_results_and_errors(home: Home) -> None:
+    """`gaml.node.connect()` finds the daemon of a home; results are the domain types, errors the GAML classes, a type
+    may be named as a string; `connect_async` gives the same calls to asyncio code; with no daemon, Unavailable
+    says how to start one."""
+    import asyncio
+
+    from gaml.node import connect, connect_async
+    from gaml.node.core.api import Hit
+    from gaml.node.core.errors import Unavailable
+    from gaml.node.core.hydrate import Hydration
+    from gaml.policy.errors import InvalidInput, NotFound
+
+    with pytest.raises(Unavailable, match="gaml --home .* run"):
+        connect(home.path)
+    with process_daemon(home), connect(home.path) as memory:
+        kept = memory.remember([{"role": "user", "content": "The print server is in room 4B"}])
+        hits = memory.search("where is the print server", types=["event"])
+        assert hits and all(isinstance(h, Hit) for h in hits) and hits[0].id in kept["ids"]
+        assert isinstance(memory.hydrate("print server", 200), Hydration)
+        assert [a.id for a in memory.list_own(types=["event"])] == kept["ids"]
+        with pytest.raises(NotFound):
+            memory.get("0" * 32)
+        with pytest.raises(InvalidInput):
+            memory.search("x", types=["no_such_type"])
+
+        async def main() -> list[Hit]:
+            async with await connect_async(home.path) as amemory:
+                return await amemory.search("print server", k=3)
+
+        assert [h.id for h in asyncio.run(main())] == [h.id for h in memory.search("print server", k=3)]

@@ -734,3 +734,41 @@ def test_gaml_as_naming_nobody_says_so(
     monkeypatch.setenv("GAML_AS", "zed")
     code, _, err = gaml(capsys, home, "hydrate", "--goal", "anything", "--budget", "300")
     assert code == 5 and "unknown principal 'zed'" in err  # refused
+
+
+def test_one_bad_file_in_a_folder_is_skipped_with_a_warning_not_the_folder(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder with a file that does not parse: the others are ingested, the bad one is named on stderr and in the
+    report's skipped_files; the same file named on the command line still stops the command (exit 2, nothing
+    written)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("The release train leaves on Thursdays.\n")
+    bad = folder / "broken.json"
+    bad.write_text('{"messages": "not a list"}')
+    code, out, err = gaml(capsys, home, "ingest", str(folder))
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["files"] == 1 and report["items"] == 1 and report["skipped_files"] == [str(bad)]
+    assert f"gaml: warning: skipped {bad}: " in err
+    before = journal_seq(capsys, home)
+    code, out, err = gaml(capsys, home, "ingest", str(bad))
+    assert code == 2 and out == "" and str(bad) in err
+    assert journal_seq(capsys, home) == before
+
+
+def test_list_and_export_show_your_own_memory(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gaml add` then `gaml list` (a line each) and `gaml export` (JSON lines, decrypted), filtered by type."""
+    code, out, err = gaml(capsys, home, "add", "The cabin wifi is called Pinecone")
+    assert code == 0, err
+    (id_,) = out.split()
+    code, out, _ = gaml(capsys, home, "list")
+    assert code == 0 and out.startswith(id_) and "The cabin wifi is called Pinecone" in out
+    code, out, _ = gaml(capsys, home, "export")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert any(r["id"] == id_ and r["payload"]["text"] == "The cabin wifi is called Pinecone" for r in rows)
+    code, out, _ = gaml(capsys, home, "export", "--type", "goal")
+    assert code == 0 and all(json.loads(line)["asset_type"] == "goal" for line in out.splitlines())
+    code, out, _ = gaml(capsys, home, "list", "--since", "2999-01-01")
+    assert code == 0 and out.startswith("(no memory of yours")

@@ -76,6 +76,7 @@ METHODS = {
     "Reputation",
     "Override",
     "Remember",
+    "List",
 }
 TRANSPORTS = ("unix", "mtls")
 NOBODY = 65534

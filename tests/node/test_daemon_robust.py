@@ -563,6 +563,14 @@ def hostile_requests(method: str, node: FuzzNode) -> st.SearchStrategy[bytes]:
             st.builds(memory_pb2.ConflictsRequest, intent=intents(), slot=TEXT | st.sampled_from(["n:0", "s:[]"]))
         ),
         "Reputation": st.just(b""),
+        "List": serialized(
+            st.builds(
+                memory_pb2.ListRequest,
+                types=st.lists(enum(40), max_size=3),
+                since=INT64,
+                limit=st.integers(0, 2**32 - 1),
+            )
+        ),
         "Remember": serialized(
             st.builds(
                 memory_pb2.RememberRequest,
@@ -729,7 +737,7 @@ def test_hostile_field_values_get_a_clean_status_and_change_nothing(
 
         check()
         assert seen, "every example was filtered out"
-        if method in ("Search", "Hydrate", "AccessLog", "ListGrants", "Status", "Conflicts", "Reputation"):
+        if method in ("Search", "Hydrate", "AccessLog", "ListGrants", "Status", "Conflicts", "Reputation", "List"):
             assert Code.OK in seen, "no hostile request got past the checks: the fuzz did not reach the node"
 
 

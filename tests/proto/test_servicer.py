@@ -35,7 +35,7 @@ def test_every_rpc_has_a_handler() -> None:
     assert sorted(METHODS) == sorted(
         [
             *("Ingest", "Put", "Get", "Forget", "Search", "Hydrate", "Grant", "Revoke", "ListGrants", "AccessLog"),
-            *("Status", "Conflicts", "Reputation", "Override", "Remember"),
+            *("Status", "Conflicts", "Reputation", "Override", "Remember", "List"),
         ]
     )
     for name in METHODS:

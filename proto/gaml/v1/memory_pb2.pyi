@@ -177,6 +177,22 @@ class RememberResponse(_message.Message):
     report: _struct_pb2.Struct
     def __init__(self, source: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
+class ListRequest(_message.Message):
+    __slots__ = ("types", "since", "limit")
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    types: _containers.RepeatedScalarFieldContainer[_asset_pb2.AssetType]
+    since: int
+    limit: int
+    def __init__(self, types: _Optional[_Iterable[_Union[_asset_pb2.AssetType, str]]] = ..., since: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("assets",)
+    ASSETS_FIELD_NUMBER: _ClassVar[int]
+    assets: _containers.RepeatedCompositeFieldContainer[_asset_pb2.Asset]
+    def __init__(self, assets: _Optional[_Iterable[_Union[_asset_pb2.Asset, _Mapping]]] = ...) -> None: ...
+
 class ForgetRequest(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]

@@ -109,6 +109,11 @@ class MemoryStub:
                 request_serializer=gaml_dot_v1_dot_memory__pb2.RememberRequest.SerializeToString,
                 response_deserializer=gaml_dot_v1_dot_memory__pb2.RememberResponse.FromString,
                 _registered_method=True)
+        self.List = channel.unary_unary(
+                '/gaml.v1.Memory/List',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.ListResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServicer:
@@ -222,6 +227,13 @@ class MemoryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def List(self, request, context):
+        """The caller's own memory, oldest first: what it stored, remembered, ingested and what was derived from it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -299,6 +311,11 @@ def add_MemoryServicer_to_server(servicer, server):
                     servicer.Remember,
                     request_deserializer=gaml_dot_v1_dot_memory__pb2.RememberRequest.FromString,
                     response_serializer=gaml_dot_v1_dot_memory__pb2.RememberResponse.SerializeToString,
+            ),
+            'List': grpc.unary_unary_rpc_method_handler(
+                    servicer.List,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.ListRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.ListResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -706,6 +723,33 @@ class Memory:
             '/gaml.v1.Memory/Remember',
             gaml_dot_v1_dot_memory__pb2.RememberRequest.SerializeToString,
             gaml_dot_v1_dot_memory__pb2.RememberResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def List(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/List',
+            gaml_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.ListResponse.FromString,
             options,
             channel_credentials,
             insecure,
