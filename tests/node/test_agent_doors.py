@@ -311,7 +311,7 @@ def test_the_sdk_connects_to_the_daemon_with_typed_results_and_errors(home: Home
     from gaml.node.core.hydrate import Hydration
     from gaml.policy.errors import InvalidInput, NotFound
 
-    with pytest.raises(Unavailable, match="gaml --home .* run"):
+    with pytest.raises(Unavailable, match=r"gaml --home .* run"):
         connect(home.path)
     with process_daemon(home), connect(home.path) as memory:
         kept = memory.remember([{"role": "user", "content": "The print server is in room 4B"}])
