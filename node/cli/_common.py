@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import getpass
+import os
 import stat
 import sys
 import time
@@ -27,6 +28,8 @@ from gaml.policy.errors import (
     StoreError,
     StoreLocked,
 )
+
+LOCK_WAIT_S = float(os.environ.get("GAML_LOCK_WAIT_S", "10"))  # how long a command waits for another to finish
 
 
 def now_us() -> int:
@@ -76,19 +79,33 @@ DAEMON_COMMANDS = (
 @contextlib.contextmanager
 def open_store(args: argparse.Namespace, *, checkpoint: bool = True) -> Iterator[Node]:
     """The node of ``--home``, closed afterwards (after a checkpoint of its indexes, unless ``checkpoint=False``)."""
-    try:
-        node = open_node(args.home, unlock())
-    except StoreLocked:
-        from gaml.node.serve.daemon import pid_alive, read_info
+    key = unlock()
+    deadline = time.monotonic() + LOCK_WAIT_S
+    said = False
+    while True:
+        try:
+            node = open_node(args.home, key)
+            break
+        except StoreLocked:
+            from gaml.node.serve.daemon import pid_alive, read_info
 
-        info = read_info(args.home)
-        if info and pid_alive(int(info.get("pid", 0))):
-            raise StoreLocked(
-                f"the daemon (pid {info['pid']}) holds the database of {args.home}; `gaml {args.command}` works on the "
-                f"store directly, so stop the daemon first (kill -TERM {info['pid']}), or use a command it serves "
-                f"({', '.join(DAEMON_COMMANDS)})"
-            ) from None
-        raise
+            info = read_info(args.home)
+            if info and pid_alive(int(info.get("pid", 0))):
+                raise StoreLocked(
+                    f"the daemon (pid {info['pid']}) holds the database of {args.home}; `gaml {args.command}` works on "
+                    f"the store directly, so stop the daemon first (kill -TERM {info['pid']}), or use a command it "
+                    f"serves ({', '.join(DAEMON_COMMANDS)})"
+                ) from None
+            # Another gaml command holds the home for a moment: wait for it, briefly, rather than fail at once.
+            if time.monotonic() >= deadline:
+                raise StoreLocked(
+                    f"{args.home} is in use by another gaml command (still after {LOCK_WAIT_S:g} s); run one at a "
+                    "time, or start the daemon (`gaml run`) so that commands share it"
+                ) from None
+            if not said:
+                print(f"gaml: {args.home} is in use by another gaml command; waiting…", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(0.1)
     try:
         yield node
     except BaseException:

@@ -772,3 +772,34 @@ def test_list_and_export_show_your_own_memory(home: Path, capsys: pytest.Capture
     assert code == 0 and all(json.loads(line)["asset_type"] == "goal" for line in out.splitlines())
     code, out, _ = gaml(capsys, home, "list", "--since", "2999-01-01")
     assert code == 0 and out.startswith("(no memory of yours")
+
+
+def test_commands_on_one_home_without_a_daemon_take_turns(home: Path) -> None:
+    """Three `gaml add` started at once on a home no daemon serves all succeed (each waits its turn for the store),
+    and all three notes are kept; a command that waits past GAML_LOCK_WAIT_S says the home is in use (exit 3)."""
+    env = {**os.environ, "GAML_PASSPHRASE": "test passphrase", "PYTHONPATH": str(REPO)}
+    env.pop("GAML_KEYCHAIN_KEY", None)
+    cmd = [sys.executable, "-m", "gaml.node.cli", "--home", str(home)]
+    procs = [
+        subprocess.Popen([*cmd, "add", f"note number {i}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for i in range(3)
+    ]
+    results = [(p.wait(120), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert [code for code, _, _ in results] == [0, 0, 0], results
+    listed = subprocess.run([*cmd, "list"], capture_output=True, text=True, env=env, check=True).stdout
+    assert all(f"note number {i}" in listed for i in range(3))
+    holder = subprocess.Popen(
+        [*cmd, "ingest", "--watch", "--interval", "0.2", str(write_input(home.parent, "text"))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        assert holder.stdout is not None and json.loads(holder.stdout.readline())["sources"] == 1  # it holds the home
+        r = subprocess.run(
+            [*cmd, "add", "one more"], capture_output=True, text=True, env={**env, "GAML_LOCK_WAIT_S": "0.5"}
+        )
+        assert r.returncode == 3 and "in use by another gaml command" in r.stderr and "gaml run" in r.stderr
+    finally:
+        holder.terminate()
+        holder.wait(60)
