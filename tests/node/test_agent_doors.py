@@ -117,8 +117,10 @@ def check_story(out: dict[str, Any], fact: str) -> None:
     assert not any(h["text"] == fact for h in out["recall_after"]), out["recall_after"]
 
 
-def test_mcp_over_stdio_remembers_recalls_hydrates_and_forgets(home: Home) -> None:
-    """The SDK's client starts `gaml mcp` as Claude Code would, and runs the whole story as the node's own user."""
+@pytest.mark.parametrize("through_daemon", [False, True], ids=["store", "daemon"])
+def test_mcp_over_stdio_remembers_recalls_hydrates_and_forgets(home: Home, through_daemon: bool) -> None:
+    """The SDK's client starts `gaml mcp` as Claude Code would, and runs the whole story as the node's own user, on
+    the store or through the running daemon (then the MCP server needs no key: it is a client of the socket)."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "gaml.node.cli", "--home", str(home.path), "mcp"],
@@ -134,7 +136,11 @@ def test_mcp_over_stdio_remembers_recalls_hydrates_and_forgets(home: Home) -> No
             bad = await call(c, "remember", text="   ")
         return tools, out, bad
 
-    tools, out, bad = anyio.run(main)
+    with contextlib.ExitStack() as stack:
+        if through_daemon:
+            stack.enter_context(process_daemon(home))
+            params.env = {k: v for k, v in _env().items() if k != "GAML_KEYCHAIN_KEY"}
+        tools, out, bad = anyio.run(main)
     assert {"remember", "recall", "hydrate", "forget", "grant", "revoke", "conflicts"} <= set(tools)
     check_story(out, fact)
     assert "InvalidInput" in bad["error"] and "non-empty" in bad["error"]  # a typed error, as a tool error
