@@ -106,6 +106,21 @@ class LocalMemory:
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         return self.service.ingest(self.caller, files, self._clock_us(), curate=curate, progress=self._progress)
 
+    def principals(self) -> list[Principal]:
+        return self.service.principals()
+
+    def add_principal(self, principal: Principal) -> Principal:
+        return self.service.add_principal(principal)
+
+    def sources(self) -> list[dict[str, Any]]:
+        return self.service.sources()
+
+    def curate(self, sources: Sequence[str] = ()) -> dict[str, Any]:
+        return self.service.curate(self._clock_us(), sources, progress=self._progress)
+
+    def maintain(self) -> dict[str, Any]:
+        return self.service.maintain(self._clock_us())
+
     def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
         kinds = [t if isinstance(t, AssetType) else AssetType.parse(t) for t in types]
         return self.service.list_own(self.caller, types=kinds, since=since, limit=limit or DEFAULT_LIST_LIMIT)

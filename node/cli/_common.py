@@ -62,6 +62,9 @@ def progress(total: int, desc: str, unit: str = "asset") -> Any:
 
 # The commands a running daemon serves (the others need the store itself, which the daemon holds).
 DAEMON_COMMANDS = (
+    "add",
+    "list",
+    "export",
     "put",
     "get",
     "search",
@@ -73,6 +76,15 @@ DAEMON_COMMANDS = (
     "grants",
     "access-log",
     "stats",
+    "conflicts",
+    "reputation",
+    "principals",
+    "principal add",
+    "sources",
+    "curate",
+    "maintain",
+    "mcp",
+    "proxy",
 )
 
 

@@ -7,11 +7,10 @@ import argparse
 import getpass
 import json
 
-from gaml.node.cli._common import now_us, open_store, progress, unlock
-from gaml.node.cli.memory import acting_as, own_user
+from gaml.node.cli._common import now_us, open_store, unlock
+from gaml.node.cli.memory import _memory, acting_as, own_user
 from gaml.node.home import (
     init_home,
-    memory_layers,
 )
 from gaml.policy.access import Principal
 
@@ -37,51 +36,34 @@ def cmd_redact(args: argparse.Namespace) -> None:
 
 
 def cmd_principal_add(args: argparse.Namespace) -> None:
-    with open_store(args, checkpoint=False) as node:
-        p = node.governance.add_principal(
-            Principal(
-                args.id,
-                args.kind,
-                frozenset(args.tenant),
-                frozenset(args.role),
-                frozenset(args.team),
-                args.on_behalf_of or "",
-            )
-        )
+    principal = Principal(
+        args.id,
+        args.kind,
+        frozenset(args.tenant),
+        frozenset(args.role),
+        frozenset(args.team),
+        args.on_behalf_of or "",
+    )
+    with _memory(args, None, holder=True, checkpoint=False) as mem:
+        p = mem.add_principal(principal)
     print(json.dumps(p.to_json()))
 
 
 def cmd_principals(args: argparse.Namespace) -> None:
-    with open_store(args, checkpoint=False) as node:
-        ps = node.governance.principals()
+    with _memory(args, None, holder=True, checkpoint=False) as mem:
+        ps = mem.principals()
     print(json.dumps([p.to_json() for p in ps], indent=2))
 
 
 def cmd_curate(args: argparse.Namespace) -> None:
-    with open_store(args) as node:
-        _, ladder = memory_layers(args.home, node)
-        todo = args.source or ladder.pending()
-        with progress(len(todo), "curate", unit="source") as bar:
-            report = ladder.curate(now_us(), todo, progress=bar.update)
-    print(json.dumps(report.to_json()))
+    with _memory(args, None, holder=True) as mem:
+        report = mem.curate(args.source)
+    print(json.dumps(report))
 
 
 def cmd_sources(args: argparse.Namespace) -> None:
-    with open_store(args, checkpoint=False) as node:
-        ingestor, _ = memory_layers(args.home, node)
-        marks = ingestor.watermarks()
-    rows = [
-        {
-            "source": w["source_id"],
-            "format": w["format"],
-            "title": w.get("title", ""),
-            "records": w["records"],
-            "items": len(w.get("items", [])),
-            "gated": len(w.get("gated", [])),
-            "curation_pending": bool(w.get("dirty")),
-        }
-        for w in marks
-    ]
+    with _memory(args, None, holder=True, checkpoint=False) as mem:
+        rows = mem.sources()
     if args.json:
         print(json.dumps(rows, indent=2))
         return
@@ -91,14 +73,9 @@ def cmd_sources(args: argparse.Namespace) -> None:
 
 
 def cmd_maintain(args: argparse.Namespace) -> None:
-    with open_store(args) as node:
-        _, ladder = memory_layers(args.home, node)
-        now = now_us()
-        expired = ladder.expire(now)
-        retired = ladder.retire(now)
-        curated = ladder.curate(now).to_json()
-        tiers = ladder.retier(now)
-    print(json.dumps({"expired": len(expired), "retired": retired, "curation": curated, "tiers": tiers}))
+    with _memory(args, None, holder=True) as mem:
+        report = mem.maintain()
+    print(json.dumps(report))
 
 
 def cmd_run(args: argparse.Namespace) -> None:

@@ -20,7 +20,7 @@ from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.node import display_text
 from gaml.node.core.service import IngestFile, PeerRead
-from gaml.policy.access import Grant, Location, Permission
+from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.model import Asset, AssetType, Level
 
 if TYPE_CHECKING:
@@ -152,6 +152,26 @@ class Memory(Protocol):
     def ingest(self, files: Sequence[IngestFile], *, curate: bool = True) -> dict[str, Any]:
         """Parse and ingest files into the caller's journal (all parsed before anything is written), then curate
         what changed; the report (counts and ids, never text)."""
+        ...
+
+    # The node's administration: its own user (on its daemon's socket) or the holder of its keys (on the store).
+
+    def principals(self) -> list[Principal]: ...
+
+    def add_principal(self, principal: Principal) -> Principal:
+        """Register (or update) a principal."""
+        ...
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The journal's sources with their watermarks (counts, no text)."""
+        ...
+
+    def curate(self, sources: Sequence[str] = ()) -> dict[str, Any]:
+        """Compile the sources named (default: every one pending) into L1-L3 rungs; the curation report."""
+        ...
+
+    def maintain(self) -> dict[str, Any]:
+        """Retention expiry, L0 retirement, pending curation, tiers; the upkeep report."""
         ...
 
     def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:

@@ -62,6 +62,7 @@ MAX_PEER_FAN_OUT: Final = 16
 MAX_PEER_K: Final = 64  # crdt.wire.MAX_ASK_K
 MAX_SESSION_CHARS: Final = 200
 DEFAULT_LIST_LIMIT: Final = 1000
+MAX_CURATE_SOURCES: Final = 10_000
 MAX_LIST_LIMIT: Final = 100_000
 MAX_TURNS: Final = 64
 TURN_ROLES: Final = ("user", "assistant", "system", "tool")
@@ -515,6 +516,47 @@ class MemoryService:
                 out.append(a)
         out.sort(key=lambda a: (a.created_at, a.id))
         return out[-limit:]
+
+    # -- the node's administration (its own user on its socket, or the holder of its keys on the store) ------------
+
+    def principals(self) -> list[Principal]:
+        return self.node.governance.principals()
+
+    def add_principal(self, principal: Principal) -> Principal:
+        return self.node.governance.add_principal(principal)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The journal's sources with their watermarks: counts, never text."""
+        return [
+            {
+                "source": w["source_id"],
+                "format": w["format"],
+                "title": w.get("title", ""),
+                "records": w["records"],
+                "items": len(w.get("items", [])),
+                "gated": len(w.get("gated", [])),
+                "curation_pending": bool(w.get("dirty")),
+            }
+            for w in self.ingestor.watermarks()
+        ]
+
+    def curate(self, now: int, sources: Sequence[str] = (), progress: Progress | None = None) -> dict[str, Any]:
+        if len(sources) > MAX_CURATE_SOURCES:
+            raise InvalidInput(f"curate takes at most {MAX_CURATE_SOURCES} sources per call, got {len(sources)}")
+        for s in sources:  # every one named is checked before the first is curated: a refusal writes nothing
+            if not isinstance(s, str) or not s or len(s) > 4096 or self.ingestor.watermark(s) is None:
+                raise NotFound(f"no source {s!r} was ingested (`gaml sources` lists them)")
+        todo = list(sources) or self.ladder.pending()
+        with (progress or _no_progress)("curate", len(todo)) as bar:
+            return self.ladder.curate(now, todo, progress=bar.update).to_json()
+
+    def maintain(self, now: int) -> dict[str, Any]:
+        """Retention expiry, L0 retirement, pending curation and tiers, as the daemon's upkeep does them."""
+        expired = self.ladder.expire(now)
+        retired = self.ladder.retire(now)
+        curated = self.ladder.curate(now).to_json()
+        tiers = self.ladder.retier(now)
+        return {"expired": len(expired), "retired": retired, "curation": curated, "tiers": tiers}
 
     def forget(self, caller: Principal, id_: str, now: int) -> ErasureReceipt:
         return self.ladder.forget(id_, now, by=caller.id)

@@ -37,7 +37,7 @@ from gaml.node.core.hydrate import Hydration, Segment
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import MAX_LOG_LIMIT, MAX_SEARCH_K, IngestFile, PeerRead
 from gaml.node.serve.errors import TlsRefused
-from gaml.policy.access import Grant, Location, Permission
+from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -434,6 +434,36 @@ class RemoteMemory:
         c = self.client
         return dict(_struct_json(c._call(c.stub.Ingest, requests()).report))
 
+    def principals(self) -> list[Principal]:
+        c = self.client
+        r = c._call(c.stub.Principals, memory_pb2.PrincipalsRequest())
+        return [Principal.from_json(_struct_json(p)) for p in r.principals]
+
+    def add_principal(self, principal: Principal) -> Principal:
+        c = self.client
+        req = memory_pb2.AddPrincipalRequest(
+            id=principal.id,
+            kind=principal.kind.value,
+            tenants=sorted(principal.tenants),
+            roles=sorted(principal.roles),
+            teams=sorted(principal.teams),
+            on_behalf_of=principal.on_behalf_of,
+        )
+        return Principal.from_json(_struct_json(c._call(c.stub.AddPrincipal, req).principal))
+
+    def sources(self) -> list[dict[str, Any]]:
+        c = self.client
+        rows = [_struct_json(r) for r in c._call(c.stub.Sources, memory_pb2.SourcesRequest()).sources]
+        return [{k: int(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+
+    def curate(self, sources: Sequence[str] = ()) -> dict[str, Any]:
+        c = self.client
+        return _ints(_struct_json(c._call(c.stub.Curate, memory_pb2.CurateRequest(sources=list(sources))).report))
+
+    def maintain(self) -> dict[str, Any]:
+        c = self.client
+        return _ints(_struct_json(c._call(c.stub.Maintain, memory_pb2.MaintainRequest()).report))
+
     def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
         c = self.client
         req = memory_pb2.ListRequest(
@@ -550,6 +580,17 @@ def plane_to_pb(plane: Sequence[Segment]) -> list[memory_pb2.PlaneSegment]:
             memory_pb2.PlaneSegment(name=seg.name, budget=seg.budget, seeds=seg.seeds, fact_cap=seg.fact_cap, walk=walk)
         )
     return out
+
+
+def _ints(value: Any) -> Any:
+    """A report read back from a Struct, its whole numbers whole again (a Struct holds every number as a double)."""
+    if isinstance(value, Mapping):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _wire(enum: Any, prefix: str, name: Any) -> Any:

@@ -99,15 +99,16 @@ from gaml.node.shells.files import check_private_dir, write_atomic
 from gaml.node.shells.mdns import Discovery
 from gaml.policy import crypto
 from gaml.policy.access import Principal
-from gaml.policy.errors import GamlError, InvalidInput, StoreError
+from gaml.policy.errors import GamlError, InvalidInput, PolicyError, StoreError
 from gaml.policy.keychain import NODE_IDENTITY_REF
 
 T = TypeVar("T")
 RUN_DIR: Final = "run"
 SOCKET_NAME: Final = "gaml.sock"
-WRITES: Final = frozenset(
-    {"Put", "Ingest", "Remember", "Forget", "Override"}
-)  # calls after which replication ticks at once
+# Calls after which replication ticks at once.
+WRITES: Final = frozenset({"Put", "Ingest", "Remember", "Forget", "Override", "AddPrincipal", "Curate", "Maintain"})
+# The node's administration: its own user only, on the socket (not a token's principal, not a certificate's).
+ADMIN: Final = frozenset({"Principals", "AddPrincipal", "Sources", "Curate", "Maintain"})
 INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -807,6 +808,11 @@ class Daemon:
         try:
             if caller is None:
                 pid, transport = self._admit_call(ctx, method, size)
+            if method in ADMIN and transport != "unix":
+                raise PolicyError(
+                    f"{method} is the node's administration: only its own user may call it, on its Unix socket "
+                    f"(not {pid} over {transport})"
+                )
             svc = self.service
             assert svc is not None
             deadline = self._deadline(ctx)

@@ -32,7 +32,7 @@ from gaml.node.core.service import (
     MemoryService,
     PeerRead,
 )
-from gaml.policy.access import Grant, Location, Permission, Principal
+from gaml.policy.access import Grant, Location, Permission, Principal, PrincipalKind
 from gaml.policy.errors import (
     BadSignature,
     DecryptionFailed,
@@ -305,6 +305,44 @@ class MemoryServicer:
             size=req.ByteSize(),
         )
         return memory_pb2.ListResponse(assets=[asset_to_pb(a) for a in assets])
+
+    async def Principals(
+        self, req: memory_pb2.PrincipalsRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.PrincipalsResponse:
+        _check(req)
+        ps = await self.rt.call(ctx, "Principals", lambda c, now: self.svc.principals(), size=req.ByteSize())
+        return memory_pb2.PrincipalsResponse(principals=[_struct(p.to_json()) for p in ps])
+
+    async def AddPrincipal(
+        self, req: memory_pb2.AddPrincipalRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.AddPrincipalResponse:
+        _check(req)
+
+        def add(c: Principal, now: int) -> Principal:  # the request is judged after the caller and its size
+            kind = PrincipalKind.parse(req.kind or "user")
+            tenants, roles, teams = frozenset(req.tenants), frozenset(req.roles), frozenset(req.teams)
+            return self.svc.add_principal(Principal(req.id, kind, tenants, roles, teams, req.on_behalf_of))
+
+        p = await self.rt.call(ctx, "AddPrincipal", add, size=req.ByteSize())
+        return memory_pb2.AddPrincipalResponse(principal=_struct(p.to_json()))
+
+    async def Sources(
+        self, req: memory_pb2.SourcesRequest, ctx: grpc.aio.ServicerContext
+    ) -> memory_pb2.SourcesResponse:
+        _check(req)
+        rows = await self.rt.call(ctx, "Sources", lambda c, now: self.svc.sources(), size=req.ByteSize())
+        return memory_pb2.SourcesResponse(sources=[_struct(r) for r in rows])
+
+    async def Curate(self, req: memory_pb2.CurateRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.AdminReport:
+        _check(req)
+        todo = list(req.sources)
+        report = await self.rt.call(ctx, "Curate", lambda c, now: self.svc.curate(now, todo), size=req.ByteSize())
+        return memory_pb2.AdminReport(report=_struct(report))
+
+    async def Maintain(self, req: memory_pb2.MaintainRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.AdminReport:
+        _check(req)
+        report = await self.rt.call(ctx, "Maintain", lambda c, now: self.svc.maintain(now), size=req.ByteSize())
+        return memory_pb2.AdminReport(report=_struct(report))
 
     async def Remember(
         self, req: memory_pb2.RememberRequest, ctx: grpc.aio.ServicerContext

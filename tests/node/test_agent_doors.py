@@ -5,6 +5,7 @@ fake upstream model, and the access tokens that name who calls. Each door is a c
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.server
 import json
 import os
@@ -335,3 +336,34 @@ def test_the_sdk_connects_to_the_daemon_with_typed_results_and_errors(home: Home
                 return await amemory.search("print server", k=3)
 
         assert [h.id for h in asyncio.run(main())] == [h.id for h in memory.search("print server", k=3)]
+
+
+def test_the_nodes_administration_is_its_own_user_on_the_socket_only(home: Home) -> None:
+    """Principals, sources, curate and maintain answer the node's own user on the socket; the same calls with an
+    access token (anyone's) are refused and change nothing."""
+    from gaml.node.serve.client import Client, RemoteMemory
+    from gaml.policy.access import Principal
+    from gaml.policy.errors import PolicyError
+
+    with process_daemon(home):
+        with Client.unix(home.socket) as client:
+            assert isinstance(RemoteMemory(client).principals(), list)  # the node's own user may
+        for who in ("alice", "bob"):
+            remote = RemoteMemory(Client.unix(home.socket, token=token(home, who)))
+            try:
+                for call in (
+                    remote.principals,
+                    remote.sources,
+                    remote.maintain,
+                    functools.partial(remote.curate, ()),
+                    functools.partial(remote.add_principal, Principal("mallory")),
+                ):
+                    with pytest.raises(PolicyError, match="the node's administration"):
+                        call()
+            finally:
+                remote.client.close()
+        own = RemoteMemory(Client.unix(home.socket))
+        try:
+            assert "mallory" not in {p.id for p in own.principals()}
+        finally:
+            own.client.close()

@@ -77,6 +77,11 @@ METHODS = {
     "Override",
     "Remember",
     "List",
+    "Principals",
+    "AddPrincipal",
+    "Sources",
+    "Curate",
+    "Maintain",
 }
 TRANSPORTS = ("unix", "mtls")
 NOBODY = 65534
@@ -846,7 +851,8 @@ def test_stats_has_the_same_fields_with_and_without_a_daemon() -> None:
 
 def test_the_cli_goes_through_a_running_daemon() -> None:
     """With a daemon serving the home, `gaml stats/put/search/hydrate/access-log/ingest` run through it as its local
-    principal; `--as` another principal is refused (exit 5) and a command that needs the store says the daemon holds
+    principal; `--as` another principal is refused (exit 5); principals, sources, curate and maintain run through
+    it; a command that needs the store says the daemon holds
     the database, naming its pid (exit 3)."""
     with served() as s:
         r = _gaml(s.home, "stats", "--json")
@@ -881,7 +887,18 @@ def test_the_cli_goes_through_a_running_daemon() -> None:
         assert r.returncode == 5, r.stderr  # refused
         assert "over its socket you are alice" in r.stderr and "bob" in r.stderr
 
+        # The node's administration goes through the daemon too, as its own user on the socket.
+        r = _gaml(s.home, "principal", "add", "dora", "--tenant", "acme")
+        assert r.returncode == 0, r.stderr
         r = _gaml(s.home, "principals")
+        assert r.returncode == 0 and "dora" in {p["id"] for p in json.loads(r.stdout)}, r.stderr
+        r = _gaml(s.home, "sources", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)[0]["records"] == session_records(), r.stderr
+        for command in ("curate", "maintain"):
+            r = _gaml(s.home, command)
+            assert r.returncode == 0 and isinstance(json.loads(r.stdout), dict), r.stderr
+
+        r = _gaml(s.home, "redact", "0" * 32)  # it needs the store itself, which the daemon holds
         assert r.returncode == 3, r.stderr
         assert f"the daemon (pid {os.getpid()}) holds the database" in r.stderr
 

@@ -186,6 +186,12 @@ def could_write(method: str, payload: bytes | Sequence[bytes]) -> bool:
         if method == "Ingest":
             assert not isinstance(payload, bytes)
             return _ingest_could_write([memory_pb2.IngestRequest.FromString(p) for p in payload])
+        if method == "AddPrincipal":  # registers (or rewrites) a principal unless the id is refused
+            assert isinstance(payload, bytes)
+            return bool(memory_pb2.AddPrincipalRequest.FromString(payload).id)
+        if method == "Curate":  # every pending source when none is named; a name never ingested is NotFound
+            assert isinstance(payload, bytes)
+            return not memory_pb2.CurateRequest.FromString(payload).sources
         if method == "Remember":  # remembers unless the node refuses the turns (check_turns) or the session name
             assert isinstance(payload, bytes)
             r = memory_pb2.RememberRequest.FromString(payload)
@@ -563,6 +569,21 @@ def hostile_requests(method: str, node: FuzzNode) -> st.SearchStrategy[bytes]:
             st.builds(memory_pb2.ConflictsRequest, intent=intents(), slot=TEXT | st.sampled_from(["n:0", "s:[]"]))
         ),
         "Reputation": st.just(b""),
+        "Principals": st.just(b""),
+        "Sources": st.just(b""),
+        "Maintain": st.just(b""),
+        "AddPrincipal": serialized(
+            st.builds(
+                memory_pb2.AddPrincipalRequest,
+                id=st.sampled_from(["", " ", "a b"]),
+                kind=TEXT,
+                tenants=TEXTS,
+                roles=TEXTS,
+                teams=TEXTS,
+                on_behalf_of=TEXT,
+            )
+        ),
+        "Curate": serialized(st.builds(memory_pb2.CurateRequest, sources=st.lists(TEXT, min_size=1, max_size=3))),
         "List": serialized(
             st.builds(
                 memory_pb2.ListRequest,

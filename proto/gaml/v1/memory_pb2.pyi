@@ -193,6 +193,64 @@ class ListResponse(_message.Message):
     assets: _containers.RepeatedCompositeFieldContainer[_asset_pb2.Asset]
     def __init__(self, assets: _Optional[_Iterable[_Union[_asset_pb2.Asset, _Mapping]]] = ...) -> None: ...
 
+class PrincipalsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PrincipalsResponse(_message.Message):
+    __slots__ = ("principals",)
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    principals: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    def __init__(self, principals: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+
+class AddPrincipalRequest(_message.Message):
+    __slots__ = ("id", "kind", "tenants", "roles", "teams", "on_behalf_of")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    TEAMS_FIELD_NUMBER: _ClassVar[int]
+    ON_BEHALF_OF_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: str
+    tenants: _containers.RepeatedScalarFieldContainer[str]
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    teams: _containers.RepeatedScalarFieldContainer[str]
+    on_behalf_of: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., tenants: _Optional[_Iterable[str]] = ..., roles: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., on_behalf_of: _Optional[str] = ...) -> None: ...
+
+class AddPrincipalResponse(_message.Message):
+    __slots__ = ("principal",)
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    principal: _struct_pb2.Struct
+    def __init__(self, principal: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class SourcesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SourcesResponse(_message.Message):
+    __slots__ = ("sources",)
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
+    def __init__(self, sources: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+
+class CurateRequest(_message.Message):
+    __slots__ = ("sources",)
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, sources: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MaintainRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AdminReport(_message.Message):
+    __slots__ = ("report",)
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    report: _struct_pb2.Struct
+    def __init__(self, report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
 class ForgetRequest(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]

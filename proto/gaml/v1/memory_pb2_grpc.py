@@ -114,6 +114,31 @@ class MemoryStub:
                 request_serializer=gaml_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
                 response_deserializer=gaml_dot_v1_dot_memory__pb2.ListResponse.FromString,
                 _registered_method=True)
+        self.Principals = channel.unary_unary(
+                '/gaml.v1.Memory/Principals',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.PrincipalsRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.PrincipalsResponse.FromString,
+                _registered_method=True)
+        self.AddPrincipal = channel.unary_unary(
+                '/gaml.v1.Memory/AddPrincipal',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.AddPrincipalRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.AddPrincipalResponse.FromString,
+                _registered_method=True)
+        self.Sources = channel.unary_unary(
+                '/gaml.v1.Memory/Sources',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.SourcesRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.SourcesResponse.FromString,
+                _registered_method=True)
+        self.Curate = channel.unary_unary(
+                '/gaml.v1.Memory/Curate',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.CurateRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
+                _registered_method=True)
+        self.Maintain = channel.unary_unary(
+                '/gaml.v1.Memory/Maintain',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.MaintainRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
+                _registered_method=True)
 
 
 class MemoryServicer:
@@ -234,6 +259,42 @@ class MemoryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Principals(self, request, context):
+        """The node's administration: only its own user, on its Unix socket (no token, no certificate), may call these.
+        The registered principals.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddPrincipal(self, request, context):
+        """Register (or update) a principal.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Sources(self, request, context):
+        """The journal's sources with their watermarks (counts, no text).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Curate(self, request, context):
+        """Compile pending sources (or the ones named) into L1-L3 rungs; the curation report.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Maintain(self, request, context):
+        """Retention expiry, L0 retirement, pending curation, tiers; the upkeep report.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -316,6 +377,31 @@ def add_MemoryServicer_to_server(servicer, server):
                     servicer.List,
                     request_deserializer=gaml_dot_v1_dot_memory__pb2.ListRequest.FromString,
                     response_serializer=gaml_dot_v1_dot_memory__pb2.ListResponse.SerializeToString,
+            ),
+            'Principals': grpc.unary_unary_rpc_method_handler(
+                    servicer.Principals,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.PrincipalsRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.PrincipalsResponse.SerializeToString,
+            ),
+            'AddPrincipal': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPrincipal,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.AddPrincipalRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.AddPrincipalResponse.SerializeToString,
+            ),
+            'Sources': grpc.unary_unary_rpc_method_handler(
+                    servicer.Sources,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.SourcesRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.SourcesResponse.SerializeToString,
+            ),
+            'Curate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Curate,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.CurateRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.AdminReport.SerializeToString,
+            ),
+            'Maintain': grpc.unary_unary_rpc_method_handler(
+                    servicer.Maintain,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.MaintainRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.AdminReport.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -750,6 +836,141 @@ class Memory:
             '/gaml.v1.Memory/List',
             gaml_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
             gaml_dot_v1_dot_memory__pb2.ListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Principals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Principals',
+            gaml_dot_v1_dot_memory__pb2.PrincipalsRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.PrincipalsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPrincipal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/AddPrincipal',
+            gaml_dot_v1_dot_memory__pb2.AddPrincipalRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.AddPrincipalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Sources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Sources',
+            gaml_dot_v1_dot_memory__pb2.SourcesRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.SourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Curate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Curate',
+            gaml_dot_v1_dot_memory__pb2.CurateRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Maintain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Maintain',
+            gaml_dot_v1_dot_memory__pb2.MaintainRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
             options,
             channel_credentials,
             insecure,
