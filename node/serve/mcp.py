@@ -26,6 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl
 
 from gaml.node.core.api import VERSION, Memory
+from gaml.node.core.node import display_text
 from gaml.node.serve.web import Runner, serve_asgi
 from gaml.policy.errors import GamlError
 from gaml.policy.model import AssetType, Level
@@ -147,6 +148,24 @@ def build_server(
     async def forget(id: str) -> dict[str, Any]:
         receipt = await call(lambda m: m.forget(id))
         return dict(receipt.to_json())
+
+    @server.tool(
+        name="list",
+        description="List your own memory, newest last (optionally only some asset types, or since a time in "
+        "microseconds): id, type, level, created_at and text of each.",
+    )
+    async def list_memory(types: list[str] | None = None, since: int = 0, limit: int = 50) -> list[dict[str, Any]]:
+        assets = await call(lambda m: m.list_own(types=types or [], since=since, limit=limit))
+        return [
+            {
+                "id": a.id,
+                "type": a.asset_type.value,
+                "level": a.level.value,
+                "created_at": a.created_at,
+                "text": display_text(a),
+            }
+            for a in assets
+        ]
 
     @server.tool(
         description="Grant a principal (or a team) read access to your memory up to a level of detail "

@@ -101,6 +101,7 @@ async def story(c: Client, fact: str, query: str) -> dict[str, Any]:
     """remember → recall → hydrate → forget → recall, as an agent would; what each step returned."""
     out: dict[str, Any] = {"remember": await call(c, "remember", text=fact)}
     out["recall"] = await call(c, "recall", query=query)
+    out["list"] = await call(c, "list")
     out["hydrate"] = await call(c, "hydrate", goal=query, budget=300)
     out["forget"] = [await call(c, "forget", id=i) for i in out["remember"]["ids"]]
     out["recall_after"] = await call(c, "recall", query=query)
@@ -111,6 +112,7 @@ def check_story(out: dict[str, Any], fact: str) -> None:
     ids = out["remember"]["ids"]
     assert ids, out["remember"]
     assert any(h["text"] == fact and h["id"] in ids for h in out["recall"]), out["recall"]
+    assert set(ids) <= {a["id"] for a in out["list"]}
     frame = out["hydrate"]["frame"]
     assert frame.startswith("<gaml-memory receipt=") and fact in frame and out["hydrate"]["receipt"] in frame
     assert all("error" not in f and f["tombstoned"] for f in out["forget"]), out["forget"]
@@ -142,7 +144,7 @@ def test_mcp_over_stdio_remembers_recalls_hydrates_and_forgets(home: Home, throu
             stack.enter_context(process_daemon(home))
             params.env = {k: v for k, v in _env().items() if k != "GAML_KEYCHAIN_KEY"}
         tools, out, bad = anyio.run(main)
-    assert {"remember", "recall", "hydrate", "forget", "grant", "revoke", "conflicts"} <= set(tools)
+    assert {"remember", "recall", "hydrate", "forget", "list", "grant", "revoke", "conflicts"} <= set(tools)
     check_story(out, fact)
     assert "InvalidInput" in bad["error"] and "non-empty" in bad["error"]  # a typed error, as a tool error
 
@@ -167,6 +169,7 @@ def test_mcp_over_http_serves_each_token_its_own_memory(home: Home, through_daem
             return kept, await story(c, "Alice's dentist is Dr. Okafor", "who is alice's dentist")
 
         async def bob_looks(c: Client) -> Any:
+            assert await call(c, "list") == []  # none of alice's
             return (
                 await call(c, "recall", query="spare key flowerpot"),
                 await call(c, "hydrate", goal="where is the spare key", budget=300),
