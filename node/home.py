@@ -455,6 +455,10 @@ def token_principal(keychain: Any, token: str) -> str:
         mac = _unb64(mac_part)
     except (ValueError, UnicodeDecodeError):
         raise Unauthenticated("a malformed GAML access token") from None
+    try:
+        crypto.check_principal_id(principal)
+    except InvalidInput:
+        raise Unauthenticated("a malformed GAML access token") from None
     if not hmac.compare_digest(mac, _token_mac(keychain, principal)):
         raise Unauthenticated("this access token was not issued by this node")
     return principal

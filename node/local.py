@@ -123,7 +123,9 @@ class LocalMemory:
 
     def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
         kinds = [t if isinstance(t, AssetType) else AssetType.parse(t) for t in types]
-        return self.service.list_own(self.caller, types=kinds, since=since, limit=limit or DEFAULT_LIST_LIMIT)
+        return self.service.list_own(
+            self.caller, self._clock_us(), types=kinds, since=since, limit=limit or DEFAULT_LIST_LIMIT
+        )
 
     def remember(
         self, turns: Sequence[Mapping[str, Any]], *, session: str = "", curate: bool = False

@@ -6,17 +6,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import getpass
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from gaml.node.cli._common import keychain, now_us, open_store
-from gaml.node.cli.memory import _daemon, _memory, acting_as
+from gaml.node.cli.memory import _consensus, _daemon, _memory, own_user
 from gaml.node.core.api import Memory
+from gaml.node.core.errors import Unauthenticated
 from gaml.node.core.service import MemoryService
-from gaml.node.home import access_token, make_counter, memory_layers, read_config, token_principal
+from gaml.node.home import ACCESS_TOKEN_PREFIX, access_token, make_counter, memory_layers, token_principal
 from gaml.node.local import LocalMemory
 from gaml.policy.errors import InvalidInput
 
@@ -32,8 +33,19 @@ def listen_address(text: str) -> tuple[str, int]:
 def cmd_token(args: argparse.Namespace) -> None:
     """The access token of a principal (default: the node's own user) for the MCP and proxy doors."""
     kc = keychain(args)
-    name = args.principal or read_config(args.home).get("local_principal") or getpass.getuser()
-    print(access_token(kc, str(name)))
+    print(access_token(kc, args.principal or _own_user(args)))
+
+
+def _own_user(args: argparse.Namespace) -> str:
+    """The node's own user, as every door names it (the running daemon's socket principal, else the store's rule)."""
+    client = _daemon(args)
+    if client is not None:
+        from gaml.node.serve.client import RemoteMemory
+
+        with client:
+            return RemoteMemory(client).status().principal
+    with open_store(args, checkpoint=False) as node:
+        return own_user(args.home, node)
 
 
 @contextlib.contextmanager
@@ -47,13 +59,27 @@ def _doors(args: argparse.Namespace) -> Iterator[tuple[Callable[[str | None], Me
         socket = _socket_of(args)
         client.close()
         remotes: dict[str, RemoteMemory] = {}
-        tokens: dict[str, str] = {}
+        known: dict[str, str] = {}  # token -> principal, once the daemon accepted it
+        lock = threading.Lock()
 
         def principal_of(token: str) -> str:
+            if not token.startswith(ACCESS_TOKEN_PREFIX) or len(token) > 512:
+                raise Unauthenticated("not a GAML access token")  # refused here: no call, no channel
+            with lock:
+                if token in known:
+                    return known[token]
             remote = RemoteMemory(Client.unix(socket, token=token))
-            principal = remote.status().principal  # the daemon refuses a token it did not issue
-            tokens[principal] = token
-            remotes.setdefault(principal, remote)
+            try:
+                principal = remote.status().principal  # the daemon refuses a token it did not issue
+            except BaseException:
+                remote.client.close()
+                raise
+            with lock:
+                known[token] = principal
+                if principal in remotes:
+                    remote.client.close()  # one channel per principal
+                else:
+                    remotes[principal] = remote
             return principal
 
         def open_remote(principal: str | None) -> Memory:
@@ -69,6 +95,7 @@ def _doors(args: argparse.Namespace) -> Iterator[tuple[Callable[[str | None], Me
         return
     with open_store(args) as node:
         service = MemoryService(node, None, None, make_counter, layers=lambda: memory_layers(args.home, node))
+        service.consensus = _consensus(node, args.home)  # the same weighing as every other door
         kc = node.store.keychain
 
         def open_local(principal: str | None) -> Memory:
@@ -93,9 +120,9 @@ def cmd_mcp(args: argparse.Namespace) -> None:
         if args.listen:
             raise InvalidInput("--listen goes with --http (over stdio the client starts `gaml mcp` itself)")
         with _memory(args, args.as_) as mem:
-            serve_stdio(lambda _who: mem)
+            serve_stdio(lambda _who: mem, allow_grants=args.allow_grants)
         return
-    if acting_as(args, args.as_):
+    if args.as_:
         raise InvalidInput("over HTTP each request acts as the principal of its access token: --as does not apply")
     host, port = listen_address(args.listen or "127.0.0.1:8765")
 
@@ -108,7 +135,7 @@ def cmd_mcp(args: argparse.Namespace) -> None:
         )
 
     with _doors(args) as (open_memory, principal_of), contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_http(open_memory, principal_of, host, port, ready=ready))
+        asyncio.run(serve_http(open_memory, principal_of, host, port, ready=ready, allow_grants=args.allow_grants))
 
 
 def cmd_proxy(args: argparse.Namespace) -> None:
@@ -151,6 +178,11 @@ def add_parsers(sub: Any, positive: Callable[[str], int]) -> None:
     s.add_argument("--http", action="store_true", help="streamable HTTP (each request bears a `gaml token`)")
     s.add_argument("--listen", metavar="HOST:PORT", help="with --http (default 127.0.0.1:8765; port 0: any)")
     s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="over stdio: whose memory (default: you)")
+    s.add_argument(
+        "--allow-grants",
+        action="store_true",
+        help="also offer the grant and revoke tools (off: an agent cannot share your memory on its own)",
+    )
     s.set_defaults(func=cmd_mcp)
 
     s = sub.add_parser("proxy", help="an OpenAI-compatible proxy that gives a local model memory")

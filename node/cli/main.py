@@ -221,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=what)
         s.add_argument("--type", type=_enum(AssetType), action="append", default=[], help="asset type (repeatable)")
         s.add_argument("--since", type=_time, help="created from then (microseconds or ISO 8601)")
-        s.add_argument("--limit", type=_positive, default=1000 if name == "list" else 100_000, help="the newest N")
+        s.add_argument(
+            "--limit", type=_positive, default=1000 if name == "list" else 10_000, help="the newest N (at most 100000)"
+        )
         s.add_argument("--as", dest="as_", metavar="PRINCIPAL", help="whose memory (default: you)")
         if name == "list":
             s.add_argument("--json", action="store_true", help="JSON lines, as export prints them")

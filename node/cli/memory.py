@@ -100,6 +100,7 @@ def _memory(
     holder: bool = False,
     owner: bool = False,
     checkpoint: bool = True,
+    env: bool = True,
 ) -> Iterator[Memory]:
     """The memory of ``--home`` as the caller sees it, one interface whichever door answers: the running daemon's
     (over its socket, where you are the node's own user and ``--as`` may only name you), else the store's.
@@ -109,8 +110,9 @@ def _memory(
     daemon registers it. ``holder``: without ``--as``, act as the holder of the home's keys instead (`gaml put` on the
     store: each asset is authorized as written by its owner). ``owner``: the name is whose memory this is, and an
     owner the node has not registered yet may write its own memory (a new user principal, as `gaml ingest --owner`
-    creates); a principal that acts for another user is refused, as its writes would be that user's."""
-    as_ = acting_as(args, as_)
+    creates); a principal that acts for another user is refused, as its writes would be that user's. ``env``: whether
+    ``$GAML_AS`` counts (not for the node's administration, which names no caller)."""
+    as_ = acting_as(args, as_) if env else as_
     client = _daemon(args)
     if client is not None:
         from gaml.node.serve.client import RemoteMemory

@@ -44,25 +44,25 @@ def cmd_principal_add(args: argparse.Namespace) -> None:
         frozenset(args.team),
         args.on_behalf_of or "",
     )
-    with _memory(args, None, holder=True, checkpoint=False) as mem:
+    with _memory(args, None, holder=True, checkpoint=False, env=False) as mem:
         p = mem.add_principal(principal)
     print(json.dumps(p.to_json()))
 
 
 def cmd_principals(args: argparse.Namespace) -> None:
-    with _memory(args, None, holder=True, checkpoint=False) as mem:
+    with _memory(args, None, holder=True, checkpoint=False, env=False) as mem:
         ps = mem.principals()
     print(json.dumps([p.to_json() for p in ps], indent=2))
 
 
 def cmd_curate(args: argparse.Namespace) -> None:
-    with _memory(args, None, holder=True) as mem:
+    with _memory(args, None, holder=True, env=False) as mem:
         report = mem.curate(args.source)
     print(json.dumps(report))
 
 
 def cmd_sources(args: argparse.Namespace) -> None:
-    with _memory(args, None, holder=True, checkpoint=False) as mem:
+    with _memory(args, None, holder=True, checkpoint=False, env=False) as mem:
         rows = mem.sources()
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -73,7 +73,7 @@ def cmd_sources(args: argparse.Namespace) -> None:
 
 
 def cmd_maintain(args: argparse.Namespace) -> None:
-    with _memory(args, None, holder=True) as mem:
+    with _memory(args, None, holder=True, env=False) as mem:
         report = mem.maintain()
     print(json.dumps(report))
 

@@ -497,6 +497,7 @@ class MemoryService:
     def list_own(
         self,
         caller: Principal,
+        now: int,
         *,
         types: Sequence[AssetType] = (),
         since: int = 0,
@@ -509,7 +510,8 @@ class MemoryService:
         if since < 0:
             raise InvalidInput(f"since is a time in microseconds, not {since}")
         wanted = set(types)
-        ids = self.node.store.list_ids("owner", caller.user)
+        gone = set(self.node.store.expired(now))  # past retention: search and get refuse them, and so does a list
+        ids = [i for i in self.node.store.list_ids("owner", caller.user) if i not in gone]
         out = []
         for a in self.node.store.get_many(ids) if ids else []:
             if a is not None and a.created_at >= since and (not wanted or a.asset_type in wanted):

@@ -27,7 +27,7 @@ from pydantic import AnyHttpUrl
 
 from gaml.node.core.api import VERSION, Memory
 from gaml.node.core.node import display_text
-from gaml.node.serve.web import Runner, serve_asgi
+from gaml.node.serve.web import Runner, serve_asgi, url_host
 from gaml.policy.errors import GamlError
 from gaml.policy.model import AssetType, Level
 
@@ -51,8 +51,10 @@ class TokenVerifier:
         self._principal_of = principal_of
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        try:
-            principal = self._principal_of(token)
+        import anyio
+
+        try:  # off the event loop: through a daemon it is a call to its socket
+            principal = await anyio.to_thread.run_sync(self._principal_of, token)
         except GamlError:
             return None
         return AccessToken(token=token, client_id=principal, scopes=["memory"], subject=principal)
@@ -75,6 +77,7 @@ def build_server(
     *,
     principal_of: Callable[[str], str] | None = None,
     url: str = "",
+    allow_grants: bool = False,
 ) -> MCPServer[Any]:
     """The MCP server over ``open_memory``. ``principal_of``: the HTTP door's token check (``url`` is where it is
     served); None over stdio."""
@@ -167,22 +170,24 @@ def build_server(
             for a in assets
         ]
 
-    @server.tool(
-        description="Grant a principal (or a team) read access to your memory up to a level of detail "
-        "(l0 verbatim … l3 skeleton). Returns the grant."
-    )
-    async def grant(to: str, max_level: str = "l2") -> dict[str, Any]:
-        try:
-            level = Level.parse(max_level)
-        except GamlError as e:
-            raise ToolError(f"{type(e).__name__}: {e}") from None
-        g = await call(lambda m: m.grant(to, level))
-        return dict(g.to_json())
+    if allow_grants:  # sharing memory is the user's decision: an agent gets these tools only when asked
 
-    @server.tool(description="Revoke one of your grants (by its id).")
-    async def revoke(grant_id: str) -> dict[str, Any]:
-        g = await call(lambda m: m.revoke(grant_id))
-        return dict(g.to_json())
+        @server.tool(
+            description="Grant a principal (or a team) read access to your memory up to a level of detail "
+            "(l0 verbatim … l3 skeleton). Returns the grant."
+        )
+        async def grant(to: str, max_level: str = "l2") -> dict[str, Any]:
+            try:
+                level = Level.parse(max_level)
+            except GamlError as e:
+                raise ToolError(f"{type(e).__name__}: {e}") from None
+            g = await call(lambda m: m.grant(to, level))
+            return dict(g.to_json())
+
+        @server.tool(description="Revoke one of your grants (by its id).")
+        async def revoke(grant_id: str) -> dict[str, Any]:
+            g = await call(lambda m: m.revoke(grant_id))
+            return dict(g.to_json())
 
     @server.tool(
         description="Where nodes you share memory with disagree: contested slots, their candidates and the "
@@ -194,13 +199,13 @@ def build_server(
     return server
 
 
-def serve_stdio(open_memory: OpenMemory) -> None:
+def serve_stdio(open_memory: OpenMemory, *, allow_grants: bool = False) -> None:
     """Serve MCP on stdin/stdout until the client closes it (the SDK's transport keeps stray prints off the wire)."""
     import anyio
 
     runner = Runner()
     try:
-        anyio.run(build_server(open_memory, runner).run_stdio_async)
+        anyio.run(build_server(open_memory, runner, allow_grants=allow_grants).run_stdio_async)
     finally:
         runner.close()
 
@@ -212,14 +217,19 @@ async def serve_http(
     port: int,
     *,
     ready: Callable[[str], None] | None = None,
+    allow_grants: bool = False,
 ) -> None:
     """Serve MCP over streamable HTTP at ``http://host:port/mcp`` until cancelled; ``ready(url)`` once bound."""
     runner = Runner()
     try:
-        url = f"http://{host}:{port}/mcp"
-        server = build_server(open_memory, runner, principal_of=principal_of, url=url if port else "")
+        url = f"http://{url_host(host)}:{port}/mcp"
+        server = build_server(
+            open_memory, runner, principal_of=principal_of, url=url if port else "", allow_grants=allow_grants
+        )
         app = server.streamable_http_app(host=host)
-        await serve_asgi(app, host, port, ready=None if ready is None else (lambda h, p: ready(f"http://{h}:{p}/mcp")))
+        await serve_asgi(
+            app, host, port, ready=None if ready is None else (lambda h, p: ready(f"http://{url_host(h)}:{p}/mcp"))
+        )
     finally:
         runner.close()
 

@@ -29,7 +29,7 @@ from typing import Any, Final
 from gaml.node.core.api import Memory
 from gaml.node.core.text.envelope import strip
 from gaml.node.serve.mcp import OpenMemory
-from gaml.node.serve.web import Runner, serve_asgi
+from gaml.node.serve.web import Runner, serve_asgi, url_host
 from gaml.node.shells.llm_curator import chat_completions_url
 from gaml.policy.errors import GamlError
 
@@ -137,9 +137,17 @@ def build_app(
         principal = await who(request)
         if principal is None:
             return _error(401, "the API key must be a GAML access token (`gaml token PRINCIPAL`)", "invalid_api_key")
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            return _error(413, f"the request is over {MAX_BODY_BYTES} bytes", "invalid_request_error")
+        too_big = _error(413, f"the request is over {MAX_BODY_BYTES} bytes", "invalid_request_error")
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return too_big
+        pieces, size = [], 0
+        async for piece in request.stream():  # read no more than the limit, whatever the header said
+            size += len(piece)
+            if size > MAX_BODY_BYTES:
+                return too_big
+            pieces.append(piece)
+        raw = b"".join(pieces)
         try:
             body = json.loads(raw)
         except ValueError as e:
@@ -159,7 +167,11 @@ def build_app(
                 body = {**body, "messages": with_frame(body["messages"], hydration.frame)}
                 headers["X-GAML-Receipt"] = str(hydration.receipt["receipt"])
         session = body.get("user") if isinstance(body.get("user"), str) else ""
-        turn = _Turn(memory, goal, session or "proxy") if goal else None
+        # A turn is remembered when it answers the user (the conversation ends with the user's message); a tool
+        # round-trip after it would otherwise remember the same message again.
+        last = body["messages"][-1]
+        ends_with_user = isinstance(last, dict) and last.get("role") == "user"
+        turn = _Turn(memory, goal, session or "proxy") if goal and ends_with_user else None
         if body.get("stream"):
             return await _stream(body, headers, turn)
         try:
@@ -184,32 +196,39 @@ def build_app(
         if upstream_r.status_code != 200:
             content = await upstream_r.aread()
             await upstream_r.aclose()
-            return Response(content, status_code=upstream_r.status_code, media_type="application/json")
+            media = upstream_r.headers.get("content-type", "application/json")
+            return Response(content, status_code=upstream_r.status_code, headers=headers, media_type=media)
 
         async def relay() -> AsyncIterator[bytes]:
             parts: list[str] = []
             remembered = False
+
+            def read(line: bytes) -> None:
+                """Take one SSE line into the reply; at ``[DONE]``, queue the turn before the line goes out."""
+                nonlocal remembered
+                data = line.strip()
+                if not data.startswith(b"data:"):
+                    return
+                payload = data[5:].strip()
+                if payload == b"[DONE]":
+                    if turn is not None and not remembered:
+                        submit(turn.job("".join(parts)))  # before the client can send its next request
+                        remembered = True
+                elif payload:
+                    with contextlib.suppress(ValueError, KeyError, IndexError, TypeError, AttributeError):
+                        parts.append(_text(json.loads(payload)["choices"][0].get("delta", {}).get("content")))
+
             buffer = b""
             try:
                 async for chunk in upstream_r.aiter_bytes():
                     buffer += chunk
                     *lines, buffer = buffer.split(b"\n")
-                    out = []
                     for line in lines:
-                        data = line.strip()
-                        if data.startswith(b"data:"):
-                            payload = data[5:].strip()
-                            if payload == b"[DONE]" and turn is not None and not remembered:
-                                submit(turn.job("".join(parts)))  # before the client can send its next request
-                                remembered = True
-                            elif payload and payload != b"[DONE]":
-                                with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
-                                    delta = json.loads(payload)["choices"][0].get("delta", {})
-                                    parts.append(_text(delta.get("content")))
-                        out.append(line + b"\n")
-                    if out:
-                        yield b"".join(out)
-                if buffer:
+                        read(line)
+                    if lines:
+                        yield b"".join(line + b"\n" for line in lines)
+                if buffer:  # a last line without its newline
+                    read(buffer)
                     yield buffer
                 if turn is not None and not remembered:
                     submit(turn.job("".join(parts)))
@@ -261,7 +280,9 @@ async def serve_proxy(
     runner = Runner()
     try:
         app = build_app(open_memory, principal_of, upstream, runner, budget=budget, upstream_key=upstream_key)
-        await serve_asgi(app, host, port, ready=None if ready is None else (lambda h, p: ready(f"http://{h}:{p}/v1")))
+        await serve_asgi(
+            app, host, port, ready=None if ready is None else (lambda h, p: ready(f"http://{url_host(h)}:{p}/v1"))
+        )
     finally:
         runner.close()
 

@@ -70,6 +70,8 @@ def connect(
     """A connection to a node: its daemon's socket (``home``: default ``$GAML_HOME`` or ``~/.gaml``), or
     ``address`` (``host:port``) with mutual TLS as ``principal``, whose certificate is in ``certs_dir``."""
     if address:
+        if token:
+            raise ValueError("over TCP the caller is its certificate's principal: a token goes with the socket only")
         if not principal or certs_dir is None:
             raise ValueError("a TLS address needs principal= and certs_dir= (the output of `gaml certs issue`)")
         key, cert, ca = certs.load_client(*certs.client_paths(Path(certs_dir).expanduser(), principal))
@@ -109,6 +111,18 @@ class AsyncConnection:
     async def aclose(self) -> None:
         await self._run(self.sync.close)
         self._pool.shutdown(wait=False)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Every other call of :class:`~gaml.node.core.api.Memory` (grants, access_log, ingest, override, …),
+        awaited the same way."""
+        fn = getattr(self.sync, name)
+        if name.startswith("_") or not callable(fn):
+            raise AttributeError(name)
+
+        async def call(*args: Any, **kw: Any) -> Any:
+            return await self._run(fn, *args, **kw)
+
+        return call
 
     async def status(self) -> Status:
         return await self._run(self.sync.status)

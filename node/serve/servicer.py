@@ -301,7 +301,9 @@ class MemoryServicer:
         assets = await self.rt.call(
             ctx,
             "List",
-            lambda c, now: self.svc.list_own(c, types=types, since=req.since, limit=req.limit or DEFAULT_LIST_LIMIT),
+            lambda c, now: self.svc.list_own(
+                c, now, types=types, since=req.since, limit=req.limit or DEFAULT_LIST_LIMIT
+            ),
             size=req.ByteSize(),
         )
         return memory_pb2.ListResponse(assets=[asset_to_pb(a) for a in assets])

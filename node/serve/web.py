@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import signal
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from gaml.policy.errors import InvalidInput
 
 T = TypeVar("T")
 
@@ -28,12 +31,30 @@ class Runner:
         self._pool.shutdown(wait=True)
 
 
+GRACE_S = 5
+
+
+def _stop(web: Any) -> None:
+    if web.should_exit:
+        web.force_exit = True
+    web.should_exit = True
+
+
+def url_host(host: str) -> str:
+    """``host`` as it stands in a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 async def serve_asgi(app: Any, host: str, port: int, *, ready: Callable[[str, int], None] | None = None) -> None:
     """Serve ``app`` on ``host:port`` (port 0: a free one) until cancelled; ``ready(host, port)`` once it is bound. A
     bind failure raises :class:`OSError` naming the address."""
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # Open streams (MCP's event streams, a proxied completion) get GRACE_S to finish at a stop; a second signal ends
+    # them at once.
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_S
+    )
     web = uvicorn.Server(config)
     # SIGINT and SIGTERM drain the server and return from here (uvicorn's own capture would re-raise them after the
     # drain, killing the process before the caller closes its store).
@@ -41,11 +62,13 @@ async def serve_asgi(app: Any, host: str, port: int, *, ready: Callable[[str, in
     loop = asyncio.get_running_loop()
     stops = [sig for sig in (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread()]
     for sig in stops:
-        loop.add_signal_handler(sig, lambda: setattr(web, "should_exit", True))
+        loop.add_signal_handler(sig, functools.partial(_stop, web))
     try:
         sockets = [config.bind_socket()]
     except SystemExit:  # uvicorn exits on a bind error after logging it
-        raise OSError(f"cannot listen on {host}:{port}: the address is in use or not available here") from None
+        raise InvalidInput(
+            f"cannot listen on {host}:{port}: the address is in use or not available here; choose another --listen"
+        ) from None
     sockets[0].listen(config.backlog)  # connections queue from now on, before the server's first accept
     serving = asyncio.create_task(web.serve(sockets=sockets))
     try:

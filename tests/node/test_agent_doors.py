@@ -126,7 +126,7 @@ def test_mcp_over_stdio_remembers_recalls_hydrates_and_forgets(home: Home, throu
     the store or through the running daemon (then the MCP server needs no key: it is a client of the socket)."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "gaml.node.cli", "--home", str(home.path), "mcp"],
+        args=["-m", "gaml.node.cli", "--home", str(home.path), "mcp", *(["--allow-grants"] if through_daemon else [])],
         env=_env(),
         cwd=str(ROOT),
     )
@@ -144,7 +144,9 @@ def test_mcp_over_stdio_remembers_recalls_hydrates_and_forgets(home: Home, throu
             stack.enter_context(process_daemon(home))
             params.env = {k: v for k, v in _env().items() if k != "GAML_KEYCHAIN_KEY"}
         tools, out, bad = anyio.run(main)
-    assert {"remember", "recall", "hydrate", "forget", "list", "grant", "revoke", "conflicts"} <= set(tools)
+    assert {"remember", "recall", "hydrate", "forget", "list", "conflicts"} <= set(tools)
+    # Sharing memory is offered to an agent only when asked (--allow-grants).
+    assert {"grant", "revoke"} & set(tools) == ({"grant", "revoke"} if through_daemon else set())
     check_story(out, fact)
     assert "InvalidInput" in bad["error"] and "non-empty" in bad["error"]  # a typed error, as a tool error
 
