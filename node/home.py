@@ -349,12 +349,18 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
     if unlock is None:
         raise KeychainError("the keychain is locked: set GAML_PASSPHRASE (or GAML_KEYCHAIN_KEY for unattended nodes)")
     entropy = crypto.SystemEntropy()
-    kc = FileKeychain.open(home / "keychain.json", unlock, entropy)
-    certs.seal_clear_lists(home, kc)  # a home from before names were sealed: no name stays in the clear
-    identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
-    emb = embedder or make_embedder(cfg["embedder"])
+    path = home / "keychain.json"
+    stamp = _stamp(path)
+    kc = FileKeychain.open(path, unlock, entropy)  # a wrong passphrase stops here, before the database is touched
     kv = RocksKV(home / "db", create=False)
     try:
+        if _stamp(path) != stamp:
+            # Another process added a key (a new partition's) between our read and the database's lock, which it
+            # held: read the keychain again, now that nobody else can change it.
+            kc = FileKeychain.open(path, unlock, entropy)
+        certs.seal_clear_lists(home, kc)  # a home from before names were sealed: no name stays in the clear
+        identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
+        emb = embedder or make_embedder(cfg["embedder"])
         store = Store.open(
             kv,
             FileBlobs(home / "index"),
@@ -368,6 +374,14 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
         kv.close()
         raise
     return Node(store, emb)
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:

@@ -33,6 +33,9 @@ class Unlock:
             raise KeychainError("the passphrase is empty")
         self.passphrase = passphrase
         self.key = key
+        # The key a passphrase stretches to, per KDF setting: a process that opens the keychain again (waiting for
+        # a busy home, re-reading after another process added a key) pays for Argon2id once.
+        self._derived: dict[str, bytes] = {}
 
     @classmethod
     def from_env(cls, env: dict[str, str] | os._Environ[str] = os.environ) -> Unlock | None:
@@ -58,7 +61,12 @@ class Unlock:
                 raise KeychainError(f"the keychain's Argon2id salt is not {crypto.ARGON2_SALT_BYTES} bytes in hex")
             if self.passphrase is None:
                 raise WrongPassphrase("this keychain is opened by a passphrase (GAML_PASSPHRASE), not a raw key")
-            return crypto.passphrase_key(self.passphrase.encode(), bytes.fromhex(salt), kdf["ops"], kdf["mem"])
+            memo = f"{salt}/{kdf['ops']}/{kdf['mem']}"
+            if memo not in self._derived:
+                self._derived[memo] = crypto.passphrase_key(
+                    self.passphrase.encode(), bytes.fromhex(salt), kdf["ops"], kdf["mem"]
+                )
+            return self._derived[memo]
         raise KeychainError(f"unknown keychain KDF {kdf['alg']!r}")
 
 
