@@ -66,7 +66,7 @@ lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter l
 test: lint ## lint, then the test suite (real RocksDB, hnswlib and MiniLM; under 15 minutes on 2 cores)
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-test-slow: $(STAMP) ## the long tests: more simulation seeds, its determinism, the longest multi-process replication runs
+test-slow: $(STAMP) ## the long tests: the policy oracles at length, 20 MiB inputs, MiniLM recall, more simulation seeds, the longest replication runs
 	status=0; $(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no test is marked slow: make test runs them all"; else exit $$status; fi
 

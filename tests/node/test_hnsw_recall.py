@@ -17,6 +17,7 @@ import sys
 import warnings
 
 import numpy as np
+import pytest
 
 from gaml.node.core.store.vectors import ExactIndex
 from gaml.node.shells.hnsw_index import HnswFactory
@@ -82,6 +83,7 @@ def corpus(n: int) -> list[str]:
     return random.Random(0).sample(distinct, n)
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow`
 def test_hnsw_recall_on_minilm_embeddings() -> None:
     """HNSW with HnswFactory() defaults reaches recall@10 >= 0.95 against exact search, for 200 held-out queries."""
     texts = corpus(N_INDEX + N_QUERIES)

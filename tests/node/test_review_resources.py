@@ -260,6 +260,7 @@ def test_an_endless_ingest_stream_is_refused_once_it_is_over_the_limit(small_ing
 # -- big files: bounded work, and what is cut is reported ------------------------------------------------------------
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow`
 def test_a_big_one_paragraph_note_is_clipped_and_the_cut_reported(home: Path, tmp_path: Path) -> None:
     """`gaml ingest` of a one-paragraph note far over the payload limit stores it head and tail, and says so: in the
     report's `clipped` list (characters before and after) and on stderr; `gaml curate` then has nothing left to do."""
@@ -277,6 +278,7 @@ def test_a_big_one_paragraph_note_is_clipped_and_the_cut_reported(home: Path, tm
     assert r.returncode == 0 and json.loads(r.stdout)["sources"] == 0, r.stderr
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow`
 def test_a_20mib_chat_message_ingests_clipped_and_curation_succeeds(home: Path, tmp_path: Path) -> None:
     """The review's chat list with a 20 MiB message ingests (exit 0) with the message clipped and reported, its
     curation writes every rung within the payload limit, and later `gaml curate` and `gaml maintain` succeed."""
