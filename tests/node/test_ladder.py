@@ -236,6 +236,7 @@ def test_curation_covers_every_item_with_inherited_policy() -> None:
     assert lay.store.seq == before
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_locomo_dev_set_is_fully_covered(locomo_path: Path) -> None:
     """All 3,435 LoCoMo dev items are covered by arc rungs (l1, l2 and l3); rerunning writes nothing."""
     lay = layers(memory_world())

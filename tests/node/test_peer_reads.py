@@ -28,6 +28,7 @@ def fleet() -> Iterator[Fleet]:
         yield f
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_a_hydration_that_asks_peers_declares_who_answered_and_who_did_not(fleet: Fleet) -> None:
     (word,) = words(3, 1)
     a, b, c = fleet.peer("a"), fleet.peer("b"), fleet.peer("c")

@@ -329,6 +329,7 @@ def holding(client: Client, word: str) -> dict[str, dict[str, Any] | None]:
     return {h["id"]: shared(h["asset"]) for h in hits if word in json.dumps(h["asset"]["payload"])}
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_a_removed_member_gets_nothing_new_and_a_tombstone_erases_everywhere(
     fleet: Fleet, subnet_template: dict[str, Peer]
 ) -> None:

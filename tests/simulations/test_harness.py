@@ -184,6 +184,7 @@ def test_a_bad_scenario_file_is_refused(tmp_path: Path) -> None:
     assert exc.value.code == 2
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_the_public_swarm_scenario_keeps_private_memory_out_and_bans_forgers() -> None:
     """The shipped public swarm, scaled down: swarm-only nodes plus users' devices and a subnet that also join it.
     Public memory reaches every swarm member; private, tenant-only and redacted-only memory never leaves its
