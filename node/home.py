@@ -451,6 +451,13 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value (an HTTP header or gRPC metadata); None when the value
+    is not of that form."""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
 def access_token(keychain: Any, principal: str) -> str:
     """The bearer token of ``principal`` on this node (the same each time it is asked for: print it only to its
     holder, e.g. `gaml token`)."""

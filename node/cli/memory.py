@@ -642,7 +642,7 @@ def _ingest_passes(
     """A pass over every file; with --watch, a pass over the files that changed after each interval (each pass one
     JSON line), whether the passes run on the store or through the daemon."""
     seen = _snapshot(files)
-    as_json = getattr(args, "json", True) or not sys.stdout.isatty()  # a terminal gets a sentence per pass
+    as_json = args.json or not sys.stdout.isatty()  # a terminal gets a sentence per pass
     _print_pass(_reporting_held_back(one_pass, files, args.format), as_json)
     if not args.watch:
         return

@@ -453,8 +453,7 @@ class RemoteMemory:
 
     def sources(self) -> list[dict[str, Any]]:
         c = self.client
-        rows = [_struct_json(r) for r in c._call(c.stub.Sources, memory_pb2.SourcesRequest()).sources]
-        return [{k: int(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+        return [_ints(_struct_json(r)) for r in c._call(c.stub.Sources, memory_pb2.SourcesRequest()).sources]
 
     def curate(self, sources: Sequence[str] = ()) -> dict[str, Any]:
         c = self.client

@@ -81,6 +81,7 @@ from gaml.node.core.service import (
 )
 from gaml.node.core.tokens import TokenCounter
 from gaml.node.home import (
+    bearer_token,
     check_home,
     consensus_weights,
     local_principal,
@@ -150,11 +151,10 @@ def _bearer(ctx: grpc.aio.ServicerContext) -> str | None:
     """The access token of a call's ``authorization: Bearer …`` metadata, if it carries one."""
     for key, value in ctx.invocation_metadata() or ():
         if key == "authorization":
-            text = value.decode() if isinstance(value, bytes) else value
-            scheme, _, token = text.partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
+            token = bearer_token(value.decode() if isinstance(value, bytes) else value)
+            if token is None:
                 raise Unauthenticated("the authorization metadata is not 'Bearer <token>'")
-            return token.strip()
+            return token
     return None
 
 

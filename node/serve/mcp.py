@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -51,8 +52,6 @@ class TokenVerifier:
         self._principal_of = principal_of
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        import anyio
-
         try:  # off the event loop: through a daemon it is a call to its socket
             principal = await anyio.to_thread.run_sync(self._principal_of, token)
         except GamlError:
@@ -201,8 +200,6 @@ def build_server(
 
 def serve_stdio(open_memory: OpenMemory, *, allow_grants: bool = False) -> None:
     """Serve MCP on stdin/stdout until the client closes it (the SDK's transport keeps stray prints off the wire)."""
-    import anyio
-
     runner = Runner()
     try:
         anyio.run(build_server(open_memory, runner, allow_grants=allow_grants).run_stdio_async)

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from gaml.node.core.api import Memory
 from gaml.node.core.text.envelope import strip
+from gaml.node.home import bearer_token
 from gaml.node.serve.mcp import OpenMemory
 from gaml.node.serve.web import Runner, serve_asgi, url_host
 from gaml.node.shells.llm_curator import chat_completions_url
@@ -69,12 +70,6 @@ def with_frame(messages: list[Any], frame: str) -> list[Any]:
     else:
         out.insert(0, {"role": "system", "content": frame})
     return out
-
-
-def _bearer(headers: Any) -> str:
-    value = headers.get("authorization", "")
-    scheme, _, token = value.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 class _Turn:
@@ -125,8 +120,8 @@ def build_app(
         return asyncio.ensure_future(run(job))  # queued now, in order with the next request's hydration
 
     async def who(request: Request) -> str | None:
-        token = _bearer(request.headers)
-        if not token:
+        token = bearer_token(request.headers.get("authorization", ""))
+        if token is None:
             return None
         try:
             return await run(lambda: principal_of(token))

@@ -24,7 +24,6 @@ The async client runs the same calls off the event loop (one worker thread per c
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.home import default_home
 from gaml.node.serve.client import Client, RemoteMemory
+from gaml.node.serve.web import Runner
 from gaml.node.shells import certs
 from gaml.policy.access import Grant
 from gaml.policy.model import Asset, Level
@@ -97,10 +97,10 @@ class AsyncConnection:
 
     def __init__(self, sync: Connection) -> None:
         self.sync = sync
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gaml-sdk")
+        self._runner = Runner()  # one worker thread: the calls run in order, off the event loop
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-        return await asyncio.wrap_future(self._pool.submit(functools.partial(fn, *args, **kw)))
+        return await self._runner(functools.partial(fn, *args, **kw))
 
     async def __aenter__(self) -> AsyncConnection:
         return self
@@ -110,7 +110,7 @@ class AsyncConnection:
 
     async def aclose(self) -> None:
         await self._run(self.sync.close)
-        self._pool.shutdown(wait=False)
+        self._runner.close()
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """Every other call of :class:`~gaml.node.core.api.Memory` (grants, access_log, ingest, override, …),

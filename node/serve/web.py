@@ -47,7 +47,7 @@ def url_host(host: str) -> str:
 
 async def serve_asgi(app: Any, host: str, port: int, *, ready: Callable[[str, int], None] | None = None) -> None:
     """Serve ``app`` on ``host:port`` (port 0: a free one) until cancelled; ``ready(host, port)`` once it is bound. A
-    bind failure raises :class:`OSError` naming the address."""
+    bind failure raises :class:`InvalidInput` naming the address."""
     import uvicorn
 
     # Open streams (MCP's event streams, a proxied completion) get GRACE_S to finish at a stop; a second signal ends
@@ -59,16 +59,16 @@ async def serve_asgi(app: Any, host: str, port: int, *, ready: Callable[[str, in
     # SIGINT and SIGTERM drain the server and return from here (uvicorn's own capture would re-raise them after the
     # drain, killing the process before the caller closes its store).
     web.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-    loop = asyncio.get_running_loop()
-    stops = [sig for sig in (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread()]
-    for sig in stops:
-        loop.add_signal_handler(sig, functools.partial(_stop, web))
     try:
         sockets = [config.bind_socket()]
     except SystemExit:  # uvicorn exits on a bind error after logging it
         raise InvalidInput(
             f"cannot listen on {host}:{port}: the address is in use or not available here; choose another --listen"
         ) from None
+    loop = asyncio.get_running_loop()
+    stops = [sig for sig in (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread()]
+    for sig in stops:
+        loop.add_signal_handler(sig, functools.partial(_stop, web))
     sockets[0].listen(config.backlog)  # connections queue from now on, before the server's first accept
     serving = asyncio.create_task(web.serve(sockets=sockets))
     try:
