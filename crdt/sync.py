@@ -462,6 +462,21 @@ class Sync:
         """The peers with a session now (connected), sorted."""
         return sorted(self._sessions)
 
+    def boundary_stats(self) -> dict[bytes, dict[str, int]]:
+        """Per boundary open with some peer now: ``peers`` (sessions where it is open), ``unacked`` (objects I
+        offered that are not acknowledged yet) and ``awaited`` (objects I need from peers and have not received):
+        the replication still to do, as far as this node can see it."""
+        out: dict[bytes, dict[str, int]] = {}
+        for peer, s in self._sessions.items():
+            for link in s.links.values():
+                if not self._is_open(peer, link):
+                    continue
+                b = out.setdefault(link.bid, {"peers": 0, "unacked": 0, "awaited": 0})
+                b["peers"] += 1
+                b["unacked"] += len(link.out.ids) if link.out is not None else 0
+                b["awaited"] += len(link.inc.pending) if link.inc is not None else 0
+        return out
+
     def stats(self) -> dict[str, PeerStats]:
         """Per peer: counters since start, and how many boundaries are open for it now."""
         result = {}

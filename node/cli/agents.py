@@ -22,11 +22,11 @@ from gaml.node.local import LocalMemory
 from gaml.policy.errors import InvalidInput
 
 
-def listen_address(text: str) -> tuple[str, int]:
+def listen_address(text: str, flag: str = "--listen") -> tuple[str, int]:
     """HOST:PORT (port 0: any free port)."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise InvalidInput(f"--listen {text!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
+        raise InvalidInput(f"{flag} {text!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
     return host.strip("[]"), int(port)
 
 

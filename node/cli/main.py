@@ -421,6 +421,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="announce this node on the LAN and dial the GAML nodes found there (mDNS; default config p2p.mdns, off)",
     )
+    s.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (opt-in; give 127.0.0.1:9464 for loopback only)",
+    )
+    s.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="the least severe log lines written (JSON lines on stderr; default info)",
+    )
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("certs", help="the node CA and client certificates for TCP with mutual TLS")

@@ -79,6 +79,7 @@ def cmd_maintain(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
+    from gaml.node.cli.agents import listen_address
     from gaml.node.serve.daemon import Options, run
 
     opts = Options(
@@ -89,5 +90,6 @@ def cmd_run(args: argparse.Namespace) -> None:
         p2p=args.p2p or None,
         peers=args.peer,
         mdns=True if args.mdns else None,
+        metrics=listen_address(args.metrics, "--metrics") if args.metrics else None,
     )
-    run(args.home, unlock(), opts)
+    run(args.home, unlock(), opts, log_level=args.log_level)

@@ -405,6 +405,11 @@ class Ledger:
         return SCALE if node == self.founder and not r.struck else self.w.start
 
     @property
+    def disputed_slots(self) -> int:
+        """How many of the boundary's slots hold claims that disagree (for metrics)."""
+        return sum(1 for members in self.slots.values() if _disputed(members))
+
+    @property
     def contested(self) -> frozenset[str]:
         """The claims in a slot whose claims assert more than one value (made once per fold)."""
         if self._contested is None:

@@ -41,6 +41,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import datetime
 import functools
 import getpass
 import json
@@ -92,8 +93,10 @@ from gaml.node.home import (
     token_principal,
 )
 from gaml.node.pairing import gossip_enabled, mdns_enabled, p2p_config, rendezvous_enabled
+from gaml.node.serve.metrics import Gauges, Metrics
 from gaml.node.serve.replicator import Replicator, status_key
 from gaml.node.serve.servicer import SERVICE, MemoryServicer, handlers
+from gaml.node.serve.web import url_host
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import check_private_dir, write_atomic
@@ -126,8 +129,12 @@ log = logging.getLogger("gaml.daemon")
 
 
 class _JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``time`` (ISO 8601, UTC, milliseconds), ``level``, ``event``, then the event's own
+    fields (docs/operations.md lists them)."""
+
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": round(record.created, 3), "level": record.levelname.lower(), "event": record.getMessage()}
+        when = datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(timespec="milliseconds")
+        out = {"time": when.replace("+00:00", "Z"), "level": record.levelname.lower(), "event": record.getMessage()}
         out.update(getattr(record, "fields", {}))
         if record.exc_info:
             out["error"] = self.formatException(record.exc_info)
@@ -351,6 +358,7 @@ class Options:
     p2p: list[str] | None = None  # libp2p listen multiaddrs (default: config.json p2p.listen, loopback)
     peers: list[str] = dataclasses.field(default_factory=list)  # bootstrap peers besides config.json p2p.peers
     mdns: bool | None = None  # announce and discover peers on the LAN (node/shells/mdns.py); None: config p2p.mdns
+    metrics: tuple[str, int] | None = None  # serve Prometheus /metrics here (node/serve/metrics.py); None: not at all
 
 
 class Daemon:
@@ -391,6 +399,8 @@ class Daemon:
         self._stopping = False
         self._indexer: asyncio.Task[None] | None = None
         self.indexed_in_background = 0  # vectors the background indexer moved into their indexes
+        self.metrics: Metrics | None = None
+        self.metrics_url: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -482,6 +492,8 @@ class Daemon:
                     await self.mdns.start()
             server = await self._start_grpc(health)
             await self._start_gate()
+            if self.opts.metrics is not None:
+                self._start_metrics(*self.opts.metrics)
             self._write_info()
             _event(
                 "serving",
@@ -497,6 +509,47 @@ class Daemon:
         finally:
             self._stopping = True
             await self._shutdown(server, health)
+
+    def _start_metrics(self, host: str, port: int) -> None:
+        self.metrics = Metrics(self.home, VERSION, lambda: self.lane.submit(self._gauges))
+        try:
+            bound = self.metrics.start(host, port)
+        except OSError as e:
+            self.metrics = None
+            raise InvalidInput(f"--metrics {host}:{port}: cannot serve there ({e.strerror or e})") from None
+        self.metrics_url = f"http://{url_host(host)}:{bound}/metrics"
+        _event("metrics", url=self.metrics_url)
+
+    def _gauges(self) -> Gauges:
+        """What the metrics' gauges read, on the core thread."""
+        svc = self.service
+        assert svc is not None
+        out: Gauges = {"store": svc.node.store.gauges(), "replication": None}
+        rep = self.replicator
+        if rep is not None:
+            now = time.time_ns() // 1000
+            live = rep.sync.boundary_stats()
+            boundaries = []
+            for b in rep.replica.describe():
+                bid = bytes.fromhex(b["id"])
+                ledger = svc.consensus.ledger(bid, now) if svc.consensus is not None else None
+                s = live.get(bid, {})
+                boundaries.append(
+                    {
+                        "name": b["name"],
+                        "objects": b["objects"],
+                        "peers": s.get("peers", 0),
+                        "unacked": s.get("unacked", 0),
+                        "awaited": s.get("awaited", 0),
+                        "disputed": ledger.disputed_slots if ledger is not None else 0,
+                    }
+                )
+            out["replication"] = {"peers": len(rep.sync.peers()), "boundaries": boundaries}
+        return out
+
+    def observe_frame(self, spent: int, budget: int) -> None:
+        if self.metrics is not None:
+            self.metrics.hydrated(spent, budget)
 
     async def _index_in_background(self) -> None:
         """Move unindexed vectors into their partition indexes, ``INDEX_CHUNK`` at a time, while the lane is idle
@@ -636,6 +689,7 @@ class Daemon:
             "listen": self.address,
             "version": VERSION,
             "p2p": self.p2p_addrs,
+            "metrics": self.metrics_url,
         }
         p = info_path(self.home)
         check_private_dir(p.parent, "the home's run/", create=True)
@@ -657,6 +711,8 @@ class Daemon:
             await server.stop(self.opts.grace_s)  # drains in-flight calls, then cancels what is left
         for t in list(self._pumps):
             t.cancel()
+        if self.metrics is not None:
+            self.metrics.stop()
         if self.mdns is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.mdns.close(), 10)
@@ -837,6 +893,8 @@ class Daemon:
             raise
         finally:
             self.calls += 1
+            if self.metrics is not None:
+                self.metrics.call(method, outcome, time.perf_counter() - t0)
             _event(
                 "call",
                 method=method,
@@ -919,9 +977,9 @@ def remove_stale_private_dirs(tmp: Path | None = None) -> list[Path]:
     return removed
 
 
-def run(home: Path, unlock: Unlock, options: Options | None = None) -> None:
+def run(home: Path, unlock: Unlock, options: Options | None = None, *, log_level: str = "info") -> None:
     """``gaml run``: serve ``home`` until SIGTERM or SIGINT (uvloop; trio as a guest)."""
-    configure_logging()
+    configure_logging(level=logging.getLevelNamesMapping()[log_level.upper()])
     daemon = Daemon(home, unlock, options)
     uvloop.run(daemon.serve())
 

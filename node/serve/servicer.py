@@ -81,6 +81,10 @@ class Runtime(Protocol):
 
     def ingest_limit(self, principal: Principal) -> int: ...
 
+    def observe_frame(self, spent: int, budget: int) -> None:
+        """A frame was rendered: ``spent`` of ``budget`` tokens (for metrics)."""
+        ...
+
     def describe(self, context: grpc.aio.ServicerContext) -> dict[str, Any]: ...
 
 
@@ -454,6 +458,7 @@ class MemoryServicer:
             caller=caller,
         )
         r = out.receipt
+        self.rt.observe_frame(int(r["budget"]["spent"]), int(req.budget))
         return memory_pb2.HydrateResponse(
             frame=out.frame,
             receipt_id=r["receipt"],
