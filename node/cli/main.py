@@ -48,6 +48,7 @@ from gaml.node.cli.network import (
     cmd_swarm_join,
 )
 from gaml.node.cli.store import (
+    cmd_backup,
     cmd_curate,
     cmd_delete,
     cmd_init,
@@ -55,6 +56,7 @@ from gaml.node.cli.store import (
     cmd_principal_add,
     cmd_principals,
     cmd_redact,
+    cmd_restore,
     cmd_run,
     cmd_sources,
 )
@@ -391,6 +393,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sources", help="ingested sources with their watermarks")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_sources)
+
+    s = sub.add_parser(
+        "backup", help="a consistent, sealed backup of the home into a new directory (while the daemon runs, too)"
+    )
+    s.add_argument("directory", type=Path, help="a new (or empty) directory; it holds no plaintext")
+    s.set_defaults(func=cmd_backup)
+    s = sub.add_parser("restore", help="restore a backup into a new home (needs the home's passphrase or key)")
+    s.add_argument("directory", type=Path, help="a directory `gaml backup` made")
+    s.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="the new home (default: the global --home)")
+    s.set_defaults(func=cmd_restore)
 
     s = sub.add_parser("maintain", help="apply retention (expiry, L0 retirement), finish curation, recompute tiers")
     s.set_defaults(func=cmd_maintain)

@@ -78,6 +78,29 @@ def cmd_maintain(args: argparse.Namespace) -> None:
     print(json.dumps(report))
 
 
+def cmd_backup(args: argparse.Namespace) -> None:
+    """A consistent, sealed backup of the home: by its daemon when one serves it (between two calls), else here."""
+    from gaml.node.backup import backup_home
+    from gaml.node.cli.memory import _daemon
+    from gaml.node.serve.client import RemoteMemory
+
+    dest = args.directory.expanduser().absolute()
+    client = _daemon(args)
+    if client is not None:
+        with client:
+            report = RemoteMemory(client).backup(str(dest))
+    else:
+        report = backup_home(args.home, unlock(), dest)
+    print(json.dumps(report))
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    """A backup into a new home (the home's passphrase or key opens it, as it opened the one backed up)."""
+    from gaml.node.backup import restore
+
+    print(json.dumps(restore(args.directory.expanduser(), args.home, unlock(), now_us())))
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     from gaml.node.cli.agents import listen_address
     from gaml.node.serve.daemon import Options, run

@@ -205,6 +205,14 @@ class Replica:
             self.store.write_meta({name: actor})
         return actor
 
+    def renew_actor(self) -> bytes:
+        """A new Automerge actor for this store (a restored backup: the old actor may have numbered changes after
+        the backup was made, which peers hold)."""
+        actor = bytes.fromhex(self.node_id)[:8] + self.entropy.random_bytes(8)
+        self.store.write_meta({self._name("repstate", "actor"): actor})
+        self.actor = actor
+        return actor
+
     def _index(self, oid: bytes, o: _Obj) -> None:
         self._objs[oid] = o
         self._seq = max(self._seq, o.seq)

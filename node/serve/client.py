@@ -463,6 +463,12 @@ class RemoteMemory:
         c = self.client
         return _ints(_struct_json(c._call(c.stub.Maintain, memory_pb2.MaintainRequest()).report))
 
+    def backup(self, directory: str) -> dict[str, Any]:
+        """A consistent backup of the daemon's home into ``directory`` (absolute, on its machine)."""
+        c = self.client
+        req = memory_pb2.BackupRequest(directory=directory)
+        return _ints(_struct_json(c._call(c.stub.Backup, req, timeout_s=3600).report))
+
     def list_own(self, *, types: Sequence[Any] = (), since: int = 0, limit: int = 0) -> list[Asset]:
         c = self.client
         req = memory_pb2.ListRequest(

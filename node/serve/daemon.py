@@ -112,7 +112,7 @@ SOCKET_NAME: Final = "gaml.sock"
 # Calls after which replication ticks at once.
 WRITES: Final = frozenset({"Put", "Ingest", "Remember", "Forget", "Override", "AddPrincipal", "Curate", "Maintain"})
 # The node's administration: its own user only, on the socket (not a token's principal, not a certificate's).
-ADMIN: Final = frozenset({"Principals", "AddPrincipal", "Sources", "Curate", "Maintain"})
+ADMIN: Final = frozenset({"Principals", "AddPrincipal", "Sources", "Curate", "Maintain", "Backup"})
 INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -546,6 +546,13 @@ class Daemon:
                 )
             out["replication"] = {"peers": len(rep.sync.peers()), "boundaries": boundaries}
         return out
+
+    def backup(self, directory: str, now: int) -> dict[str, Any]:
+        from gaml.node.backup import backup
+
+        svc = self.service
+        assert svc is not None
+        return backup(self.home, svc.node, Path(directory), now)
 
     def observe_frame(self, spent: int, budget: int) -> None:
         if self.metrics is not None:

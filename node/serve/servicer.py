@@ -81,6 +81,10 @@ class Runtime(Protocol):
 
     def ingest_limit(self, principal: Principal) -> int: ...
 
+    def backup(self, directory: str, now: int) -> dict[str, Any]:
+        """Back the home up into ``directory`` (on the core thread, between calls: node/backup.py)."""
+        ...
+
     def observe_frame(self, spent: int, budget: int) -> None:
         """A frame was rendered: ``spent`` of ``budget`` tokens (for metrics)."""
         ...
@@ -348,6 +352,14 @@ class MemoryServicer:
     async def Maintain(self, req: memory_pb2.MaintainRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.AdminReport:
         _check(req)
         report = await self.rt.call(ctx, "Maintain", lambda c, now: self.svc.maintain(now), size=req.ByteSize())
+        return memory_pb2.AdminReport(report=_struct(report))
+
+    async def Backup(self, req: memory_pb2.BackupRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.AdminReport:
+        _check(req)
+        if not req.directory.startswith("/"):
+            raise InvalidInput(f"the backup directory must be an absolute path, not {req.directory!r}")
+        dest = req.directory
+        report = await self.rt.call(ctx, "Backup", lambda c, now: self.rt.backup(dest, now), size=req.ByteSize())
         return memory_pb2.AdminReport(report=_struct(report))
 
     async def Remember(

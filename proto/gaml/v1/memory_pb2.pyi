@@ -245,6 +245,12 @@ class MaintainRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class BackupRequest(_message.Message):
+    __slots__ = ("directory",)
+    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    directory: str
+    def __init__(self, directory: _Optional[str] = ...) -> None: ...
+
 class AdminReport(_message.Message):
     __slots__ = ("report",)
     REPORT_FIELD_NUMBER: _ClassVar[int]

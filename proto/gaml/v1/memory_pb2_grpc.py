@@ -139,6 +139,11 @@ class MemoryStub:
                 request_serializer=gaml_dot_v1_dot_memory__pb2.MaintainRequest.SerializeToString,
                 response_deserializer=gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
                 _registered_method=True)
+        self.Backup = channel.unary_unary(
+                '/gaml.v1.Memory/Backup',
+                request_serializer=gaml_dot_v1_dot_memory__pb2.BackupRequest.SerializeToString,
+                response_deserializer=gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
+                _registered_method=True)
 
 
 class MemoryServicer:
@@ -295,6 +300,14 @@ class MemoryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Backup(self, request, context):
+        """A consistent backup of the home into a new directory on the node's machine (sealed, as the home is); its
+        manifest (node/backup.py).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -401,6 +414,11 @@ def add_MemoryServicer_to_server(servicer, server):
             'Maintain': grpc.unary_unary_rpc_method_handler(
                     servicer.Maintain,
                     request_deserializer=gaml_dot_v1_dot_memory__pb2.MaintainRequest.FromString,
+                    response_serializer=gaml_dot_v1_dot_memory__pb2.AdminReport.SerializeToString,
+            ),
+            'Backup': grpc.unary_unary_rpc_method_handler(
+                    servicer.Backup,
+                    request_deserializer=gaml_dot_v1_dot_memory__pb2.BackupRequest.FromString,
                     response_serializer=gaml_dot_v1_dot_memory__pb2.AdminReport.SerializeToString,
             ),
     }
@@ -970,6 +988,33 @@ class Memory:
             target,
             '/gaml.v1.Memory/Maintain',
             gaml_dot_v1_dot_memory__pb2.MaintainRequest.SerializeToString,
+            gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Backup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/gaml.v1.Memory/Backup',
+            gaml_dot_v1_dot_memory__pb2.BackupRequest.SerializeToString,
             gaml_dot_v1_dot_memory__pb2.AdminReport.FromString,
             options,
             channel_credentials,
