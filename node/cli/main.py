@@ -14,6 +14,7 @@ from typing import Any
 from gaml.crdt.swarm import DEFAULT_SWARM
 from gaml.node.cli._common import fail
 from gaml.node.cli.agents import add_parsers as add_agent_parsers
+from gaml.node.cli.doctor import cmd_doctor
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
     cmd_access_log,
@@ -403,6 +404,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("directory", type=Path, help="a directory `gaml backup` made")
     s.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="the new home (default: the global --home)")
     s.set_defaults(func=cmd_restore)
+
+    s = sub.add_parser("doctor", help="check the home, keychain, daemon, indexes, peers and disk; say what to do")
+    s.add_argument("--daemon", action="store_true", help="only the daemon's gRPC health (a container's HEALTHCHECK)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_doctor)
 
     s = sub.add_parser("maintain", help="apply retention (expiry, L0 retirement), finish curation, recompute tiers")
     s.set_defaults(func=cmd_maintain)

@@ -147,9 +147,15 @@ def cmd_peers(args: argparse.Namespace) -> None:
             ) from None
     else:
         with open_store(args, checkpoint=False) as node:
+            from gaml.crdt.p2p import peer_id_of
             from gaml.node.pairing import p2p_config
 
-            out = {"node_id": node.node_id, "p2p": p2p_config(args.home), "boundaries": _replica(node).describe()}
+            out = {
+                "node_id": node.node_id,
+                "peer_id": peer_id_of(node.node_id),
+                "p2p": p2p_config(args.home),
+                "boundaries": _replica(node).describe(),
+            }
             out["running"] = False
     if args.json:
         print(json.dumps(out, indent=1))

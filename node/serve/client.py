@@ -206,6 +206,14 @@ class Client:
         r = self._call(self.stub.Status, memory_pb2.StatusRequest(), **kw)
         return _message_json(r)
 
+    def health(self, service: str = "", timeout_s: float = 5.0) -> str:
+        """The gRPC health service's answer for ``service`` (``""``: the server): ``SERVING``, ``NOT_SERVING``, …"""
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        r = self._call(stub.Check, health_pb2.HealthCheckRequest(service=service), timeout_s=timeout_s)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(r.status))
+
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the node answers (gRPC's connection backoff, no polling loop here)."""
         try:

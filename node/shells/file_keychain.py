@@ -21,6 +21,9 @@ from gaml.policy.errors import DecryptionFailed, GamlError, KeychainError, Wrong
 FORMAT = "gaml-keychain-1"
 
 
+CREDENTIAL_NAME = "gaml-keychain-key"  # the systemd credential holding the keychain's raw key (deploy/systemd/)
+
+
 class Unlock:
     """How to open a keychain: a passphrase, or a raw 32-byte key."""
 
@@ -39,6 +42,23 @@ class Unlock:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | os._Environ[str] = os.environ) -> Unlock | None:
+        """From the environment, first found: ``GAML_KEYCHAIN_KEY`` (64 hex characters), ``GAML_KEYCHAIN_KEY_FILE``
+        (a file holding them: a container's secret), the systemd credential ``gaml-keychain-key``
+        (``$CREDENTIALS_DIRECTORY``, ``LoadCredential=``), ``GAML_PASSPHRASE``."""
+        path = env.get("GAML_KEYCHAIN_KEY_FILE") or ""
+        if not path and env.get("CREDENTIALS_DIRECTORY"):
+            cred = os.path.join(env["CREDENTIALS_DIRECTORY"], CREDENTIAL_NAME)
+            path = cred if os.path.exists(cred) else ""
+        if not env.get("GAML_KEYCHAIN_KEY") and path:
+            try:
+                with open(path) as f:
+                    text = f.read(4096)
+            except OSError as e:
+                raise KeychainError(f"the keychain key file {path}: {e.strerror or e}") from None
+            try:
+                return cls(key=bytes.fromhex(text.strip()))
+            except ValueError:
+                raise KeychainError(f"the keychain key file {path} must hold 64 hex characters") from None
         if env.get("GAML_KEYCHAIN_KEY"):
             try:
                 return cls(key=bytes.fromhex(env["GAML_KEYCHAIN_KEY"].strip()))
