@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import difflib
 import hmac
 import json
 import os
 import shutil
 import tempfile
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -79,9 +80,13 @@ def make_counter(name: str) -> TokenCounter:
     raise InvalidInput(f"unknown token counter {name!r}: heuristic, cl100k_base or o200k_base")
 
 
-def read_config(home: Path) -> dict[str, Any]:
-    """``config.json``, validated (:func:`check_config`): a missing, wrongly typed or out-of-range setting is refused
-    naming its key, when the home is opened rather than at the first call that needs it."""
+CONFIG_ENV_PREFIX: Final = "GAML_CONFIG__"
+
+
+def read_config(home: Path, *, overrides: bool = True) -> dict[str, Any]:
+    """``config.json`` with the environment's overrides (:func:`config_overrides`; not with ``overrides=False``, for
+    what is written back), validated (:func:`check_config`): a missing, wrongly typed or out-of-range setting is
+    refused naming its key, when the home is opened rather than at the first call that needs it."""
     try:
         cfg: dict[str, Any] = load_json((home / "config.json").read_text())
     except FileNotFoundError:
@@ -93,7 +98,58 @@ def read_config(home: Path) -> dict[str, Any]:
     if cfg.get("format") != CONFIG_FORMAT:
         raise GamlError(f"{home}/config.json: unknown format {cfg.get('format')!r}")
     check_config(cfg, f"{home}/config.json")
+    if overrides:
+        changes = config_overrides()
+        if changes:
+            for path, value, _ in changes:
+                cfg = set_setting(cfg, path, value)
+            check_config(cfg, f"{home}/config.json with " + ", ".join(v for _, _, v in changes))
     return cfg
+
+
+def config_overrides(env: Mapping[str, str] | None = None) -> list[tuple[tuple[str, ...], Any, str]]:
+    """The settings the environment overrides, for containers: ``GAML_CONFIG__<KEY>`` with ``__`` between the parts
+    of a nested key (``GAML_CONFIG__P2P__MDNS=true``, ``GAML_CONFIG__MAX_PAYLOAD_BYTES=2097152``); the value is read
+    as JSON if it parses (numbers, ``true``, lists), else as a string. Each as (key path, value, variable)."""
+    env = os.environ if env is None else env
+    out = []
+    for var in sorted(env):
+        if not var.startswith(CONFIG_ENV_PREFIX):
+            continue
+        parts = tuple(p.lower() for p in var[len(CONFIG_ENV_PREFIX) :].split("__"))
+        if not all(parts):
+            raise InvalidInput(f"${var}: a setting's name is GAML_CONFIG__<KEY>[__<KEY>…]")
+        text = env[var]
+        try:
+            value = load_json(text)
+        except ValueError:
+            value = text
+        out.append((parts, value, var))
+    return out
+
+
+def set_setting(cfg: Mapping[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``cfg`` with the setting at ``path`` (``("p2p", "mdns")``) set to ``value`` (``None``: removed)."""
+    out = json.loads(json.dumps(cfg))
+    node = out
+    for part in path[:-1]:
+        nxt = node.get(part)
+        if nxt is None:
+            nxt = node[part] = {}
+        if not isinstance(nxt, dict):
+            raise InvalidInput(f"{'.'.join(path)}: {part!r} is not a section")
+        node = nxt
+    if value is None:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return dict(out)
+
+
+def write_config(home: Path, cfg: dict[str, Any]) -> None:
+    """Validate ``cfg`` and write it as the home's ``config.json`` (atomically, mode 0600)."""
+    check_config(cfg, f"{home}/config.json")
+    write_atomic(home / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
 
 
 def _positive_int(value: Any) -> bool:
@@ -143,13 +199,27 @@ CURATOR_KEYS: Final[Mapping[str, tuple[str, str, str]]] = {
 }
 
 
-def _unknown(cfg: Mapping[str, Any], known: Mapping[str, Any], where: str, prefix: str = "") -> None:
-    unknown = sorted(set(cfg) - set(known))
+def _unknown(cfg: Mapping[str, Any], known: Iterable[str], where: str, prefix: str = "") -> None:
+    """InvalidInput naming the first key of ``cfg`` not in ``known``, with the nearest known name if one is close (a
+    typo), else the known names."""
+    names = list(known)
+    unknown = sorted(set(cfg) - set(names))
     if unknown:
-        raise InvalidInput(
-            f"{where}: unknown setting {(prefix + unknown[0])!r} (known: {', '.join(prefix + k for k in known)}; "
-            "docs/configuration.md)"
-        )
+        key = unknown[0]
+        near = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        hint = f"did you mean {prefix + near[0]!r}?" if near else f"known: {', '.join(prefix + k for k in names)}"
+        raise InvalidInput(f"{where}: unknown setting {(prefix + key)!r} ({hint}; docs/configuration.md)")
+
+
+def _section_keys() -> dict[str, list[str]]:
+    """The keys each object section of config.json takes (their tables or dataclasses)."""
+    return {
+        "p2p": list(P2P_KEYS),
+        "curator": list(CURATOR_KEYS),
+        "limits": [f.name for f in dataclasses.fields(Limit)] + ["principals"],
+        "tiers": [f.name for f in dataclasses.fields(TierPolicy)],
+        "consensus": [f.name for f in dataclasses.fields(Weights)],
+    }
 
 
 def config_reference() -> str:
@@ -175,8 +245,17 @@ def config_reference() -> str:
         "<!-- generated by `python -m gaml.node.home > docs/configuration.md` from node/home.py; do not edit -->",
         "",
         "Each home has a `config.json` (mode 0600), written by `gaml init` and read at every start. A key GAML does",
-        "not know is refused with an error naming it, as is a value of the wrong type or out of range; nothing is",
-        "silently ignored. Secrets never go here: they are in the keychain, or named by an environment variable.",
+        "not know is refused with an error naming it and the nearest valid name (`unknown setting 'p2p.mdsn' (did",
+        "you mean 'p2p.mdns'?)`), as is a value of the wrong type or out of range; nothing is silently ignored.",
+        "Secrets never go here: they are in the keychain, or named by an environment variable.",
+        "",
+        "- `gaml config show` prints the settings in force (`--file`: the file alone); `gaml config check` validates",
+        "  them (exit 2 naming the key at fault); `gaml config set KEY VALUE` changes one (a dotted key such as",
+        "  `p2p.mdns` or `limits.principals.bob.burst`; the value is read as JSON if it parses, else as a string;",
+        "  `--unset` removes it), validated before anything is written.",
+        "- **Environment overrides** (containers): `GAML_CONFIG__<KEY>`, with `__` between the parts of a nested key",
+        "  (`GAML_CONFIG__P2P__MDNS=true`, `GAML_CONFIG__P2P__LISTEN='[\"/ip4/0.0.0.0/tcp/4001\"]'`), override the",
+        "  file for that process, are validated like it, and are never written back to it.",
         "",
         "## Top level",
         "",
@@ -236,6 +315,11 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
     for key in ("limits", "tiers", "curator", "p2p", "consensus"):
         if key in cfg and cfg[key] is not None and not isinstance(cfg[key], dict):
             raise bad(key, f"is {type(cfg[key]).__name__}; it is an object")
+    for key, names in _section_keys().items():
+        _unknown(cfg.get(key) or {}, names, where, f"{key}.")
+    for pid, lim in ((cfg.get("limits") or {}).get("principals") or {}).items():
+        if isinstance(lim, dict):
+            _unknown(lim, _section_keys()["limits"][:-1], where, f"limits.principals.{pid}.")
     try:
         Limits.from_json(cfg.get("limits") or {})
     except InvalidInput as e:
@@ -248,9 +332,7 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
         Weights.from_json(cfg.get("consensus") or {})
     except (ValueError, TypeError) as e:
         raise bad("consensus", f": {e}") from None
-    _unknown(cfg.get("p2p") or {}, P2P_KEYS, where, "p2p.")
     curator = cfg.get("curator") or {"kind": "extractive"}
-    _unknown(curator, CURATOR_KEYS, where, "curator.")
     if not isinstance(curator.get("kind"), str):
         raise bad("curator", "needs a 'kind' (extractive or openai)")
     for key in ("listen", "peers"):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from gaml.node.home import read_config
+from gaml.node.home import read_config, write_config
 from gaml.node.shells.files import write_atomic
 from gaml.policy.errors import InvalidInput
 from gaml.policy.model import load_json
@@ -85,8 +85,7 @@ def rendezvous_enabled(home: Path) -> bool:
 
 def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Sequence[str] = ()) -> dict[str, Any]:
     """Set the listen addresses and/or add peers in ``config.json`` (atomically); returns the new ``p2p`` section."""
-    path = home / "config.json"
-    cfg = read_config(home)
+    cfg = read_config(home, overrides=False)
     section = dict(cfg.get("p2p") or {})
     if listen is not None:
         section["listen"] = list(listen)
@@ -95,7 +94,7 @@ def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Se
     peers += [p for p in dict.fromkeys(add_peers) if p not in peers]
     section["peers"] = peers
     cfg["p2p"] = section
-    write_atomic(path, json.dumps(cfg, indent=1).encode(), mode=0o600)
+    write_config(home, cfg)
     return section
 
 

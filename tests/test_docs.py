@@ -43,15 +43,25 @@ def test_the_configuration_reference_is_generated_from_the_schema() -> None:
 
 
 @pytest.mark.parametrize(
-    ("extra", "named"),
+    ("extra", "named", "suggested"),
     [
-        ({"embeder": "hash"}, "'embeder'"),
-        ({"p2p": {"listen": [], "mnds": True}}, "p2p.mnds"),
-        ({"curator": {"kind": "openai", "base-url": "http://127.0.0.1:1"}}, "curator.base-url"),
+        ({"embeder": "hash"}, "'embeder'", "did you mean 'embedder'?"),
+        ({"p2p": {"listen": [], "mnds": True}}, "p2p.mnds", "did you mean 'p2p.mdns'?"),
+        ({"curator": {"kind": "openai", "base-url": "http://127.0.0.1:1"}}, "curator.base-url", "'curator.base_url'"),
+        ({"limits": {"brust": 3}}, "limits.brust", "did you mean 'limits.burst'?"),
+        (
+            {"limits": {"principals": {"bob": {"burts": 3}}}},
+            "limits.principals.bob.burts",
+            "'limits.principals.bob.burst'",
+        ),
+        ({"tiers": {"zzz": 1}}, "tiers.zzz", "known: tiers."),
+        ({"consensus": {"admitt": 1}}, "consensus.admitt", "did you mean 'consensus.admit'?"),
     ],
 )
-def test_a_key_the_schema_does_not_know_is_refused_by_name(extra: dict[str, object], named: str) -> None:
+def test_a_key_the_schema_does_not_know_is_refused_by_name_with_the_nearest_valid_one(
+    extra: dict[str, object], named: str, suggested: str
+) -> None:
     cfg = {"format": "gaml-home-1", "embedder": "hash", "max_payload_bytes": 1024, **extra}
     with pytest.raises(InvalidInput) as e:
         check_config(json.loads(json.dumps(cfg)), "config.json")
-    assert named in str(e.value) and "docs/configuration.md" in str(e.value)
+    assert named in str(e.value) and suggested in str(e.value) and "docs/configuration.md" in str(e.value), e.value

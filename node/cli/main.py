@@ -14,6 +14,7 @@ from typing import Any
 from gaml.crdt.swarm import DEFAULT_SWARM
 from gaml.node.cli._common import fail
 from gaml.node.cli.agents import add_parsers as add_agent_parsers
+from gaml.node.cli.config import add_config_parser
 from gaml.node.cli.doctor import cmd_doctor
 from gaml.node.cli.errors import PartlyCommitted
 from gaml.node.cli.memory import (
@@ -404,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("directory", type=Path, help="a directory `gaml backup` made")
     s.add_argument("--home", type=Path, default=argparse.SUPPRESS, help="the new home (default: the global --home)")
     s.set_defaults(func=cmd_restore)
+
+    add_config_parser(sub)
 
     s = sub.add_parser("doctor", help="check the home, keychain, daemon, indexes, peers and disk; say what to do")
     s.add_argument("--daemon", action="store_true", help="only the daemon's gRPC health (a container's HEALTHCHECK)")
