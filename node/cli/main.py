@@ -487,6 +487,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--owner", help="whose devices (default: config local_principal, or the node's only user)")
     s.add_argument("--relay", action="store_true", help="a relay: it carries the devices' ciphertext, reads nothing")
     s.add_argument("--join", type=Path, metavar="FILE", help="on the new device: join with the invitation FILE")
+    s.add_argument(
+        "--code",
+        action="store_true",
+        help="no file, no address: show a pairing code and wait for the new device on the LAN (mDNS)",
+    )
+    s.add_argument("--join-code", metavar="CODE", help="on the new device: the code the other device shows")
+    s.add_argument("--wait", type=_seconds, default=300.0, help="how long to wait for the other device (default 300)")
     s.set_defaults(func=cmd_pair)
 
     s = sub.add_parser("subnet", help="enterprise subnets and tenant boundaries: create, invite, join, remove")

@@ -30,9 +30,10 @@ def _own_addresses(args: argparse.Namespace, node_id: str) -> list[str]:
     """Where this node listens, for an invitation: the configured addresses with a fixed port."""
     from gaml.crdt.p2p import peer_id_of
     from gaml.node.pairing import p2p_config
+    from gaml.node.shells.mdns import expand_unspecified
 
     fixed = [a for a in p2p_config(args.home)["listen"] if not a.rstrip("/").endswith("/tcp/0")]
-    return [f"{a.rstrip('/')}/p2p/{peer_id_of(node_id)}" for a in fixed]
+    return [f"{a.rstrip('/')}/p2p/{peer_id_of(node_id)}" for a in expand_unspecified(fixed)]
 
 
 def _invite(args: argparse.Namespace, kind: str, name: str, label: str | None, create: bool) -> None:
@@ -89,7 +90,85 @@ def _local_user(args: argparse.Namespace, node: Node) -> str:
     return name
 
 
+def _no_daemon(args: argparse.Namespace) -> None:
+    from gaml.node.serve.daemon import pid_alive, read_info
+
+    info = read_info(args.home)
+    if info and pid_alive(int(info.get("pid", 0))):
+        raise InvalidInput(
+            f"the daemon (pid {info['pid']}) holds this home's store: stop it, pair, and start it again "
+            "(`systemctl --user restart gaml` afterwards, if it runs as a service)"
+        )
+
+
+def _lan_config(args: argparse.Namespace) -> dict[str, Any]:
+    """After pairing by code: announce and discover on the LAN (p2p.mdns), listening on it (p2p.listen
+    ``/ip4/0.0.0.0/tcp/0`` where nothing was set), so the devices find each other again after an address change."""
+    from gaml.node.home import read_config, set_setting, write_config
+
+    cfg = read_config(args.home, overrides=False)
+    cfg = set_setting(cfg, ("p2p", "mdns"), True)
+    if not (cfg.get("p2p") or {}).get("listen"):
+        cfg = set_setting(cfg, ("p2p", "listen"), ["/ip4/0.0.0.0/tcp/0"])
+    write_config(args.home, cfg)
+    return dict(cfg["p2p"])
+
+
+def _pair_by_code(args: argparse.Namespace) -> None:
+    """The device that has the memory: a code, then wait for the new device on the LAN."""
+    from gaml.node.pairing import new_code, offer_pairing
+
+    _no_daemon(args)
+    with open_store(args) as node:
+        owner = args.owner or _local_user(args, node)
+        rep = _replica(node)
+        code = new_code(node.store.entropy)
+
+        def invite(node_id: str) -> tuple[bytes, list[str]]:
+            now = now_us()
+            bid = rep.boundary_for("devices", owner)
+            if bid is None:
+                bid = rep.create("devices", f"{owner}-devices", owner, now).id
+            current = rep.bound(bid).roster
+            roster = current if current.role(node_id) == "member" else rep.invite(bid, node_id, "member", now)
+            return roster.encode(), _own_addresses(args, node.node_id)
+
+        print(
+            json.dumps(
+                {
+                    "code": code,
+                    "wait_seconds": args.wait,
+                    "next": f"on the new device, on this network: gaml pair --join-code {code}",
+                }
+            ),
+            flush=True,
+        )
+        result = offer_pairing(code, invite, args.wait)
+    p2p = _lan_config(args)
+    print(json.dumps({**result, "boundary": f"{owner}-devices", "mdns": True, "listen": p2p["listen"]}))
+
+
+def _join_by_code(args: argparse.Namespace) -> None:
+    from gaml.node.pairing import join_pairing, update_p2p
+
+    _no_daemon(args)
+    with open_store(args) as node:
+        roster, peers = join_pairing(args.join_code, node.node_id, args.wait)
+        boundary = _replica(node).join(roster, now_us())
+    if peers:
+        update_p2p(args.home, add_peers=peers)
+    p2p = _lan_config(args)
+    print(json.dumps({"joined": boundary.name, "kind": boundary.kind, "peers": peers, "listen": p2p["listen"]}))
+
+
 def cmd_pair(args: argparse.Namespace) -> None:
+    if args.code or args.join_code:
+        if args.node_id or args.join or args.out:
+            raise InvalidInput("--code and --join-code pair without an invitation file or a node id")
+        if args.code and args.join_code:
+            raise InvalidInput("--code on the device that has the memory, --join-code CODE on the new one")
+        (_pair_by_code if args.code else _join_by_code)(args)
+        return
     if args.join:
         if args.node_id:
             raise InvalidInput("give either a NODE_ID to invite or --join FILE, not both")

@@ -26,14 +26,40 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from zeroconf import IPVersion, ServiceStateChange
+import ifaddr
+from zeroconf import IPVersion, ServiceInfo, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 SERVICE_TYPE: Final = "_gaml._tcp.local."
+PAIR_TYPE: Final = "_gaml-pair._tcp.local."  # a pairing offer (gaml pair --code), named by its code's tag
 RESOLVE_MS: Final = 3000
 MAX_ADDRS: Final = 8
 
 log = logging.getLogger("gaml.daemon")
+
+
+def lan_ipv4() -> list[str]:
+    """This host's IPv4 addresses a neighbour could reach (not loopback, link-local or unspecified)."""
+    out = set()
+    for adapter in ifaddr.get_adapters():
+        for ip in adapter.ips:
+            if not isinstance(ip.ip, str):
+                continue  # IPv6: a (address, flowinfo, scope) tuple
+            a = ipaddress.IPv4Address(ip.ip)
+            if not (a.is_loopback or a.is_link_local or a.is_unspecified):
+                out.add(str(a))
+    return sorted(out)
+
+
+def expand_unspecified(addrs: Sequence[str]) -> list[str]:
+    """``/ip4/0.0.0.0/…`` (listening on every interface) as one address per LAN address of this host."""
+    out: list[str] = []
+    for a in addrs:
+        if a.startswith("/ip4/0.0.0.0/"):
+            out += [a.replace("/ip4/0.0.0.0/", f"/ip4/{ip}/", 1) for ip in lan_ipv4()]
+        else:
+            out.append(a)
+    return list(dict.fromkeys(out))
 
 
 def dialable(addrs: Sequence[str]) -> list[tuple[str, int, str]]:
@@ -59,7 +85,7 @@ class Discovery:
 
     def __init__(self, peer_id: str, addrs: Sequence[str], on_found: Callable[[list[str]], None]) -> None:
         self.peer_id = peer_id
-        self.addrs = dialable(addrs)
+        self.addrs = dialable(expand_unspecified(addrs))
         self.on_found = on_found
         self.found: dict[str, list[str]] = {}  # peer id -> its announced addresses
         self.ignored = 0  # announcements refused (addresses of another peer id, or none)
@@ -128,4 +154,70 @@ class Discovery:
         await zc.async_close()
 
 
-__all__ = ["SERVICE_TYPE", "Discovery", "dialable"]
+# -- pairing offers (synchronous: the command line) ---------------------------------------------------------------
+
+
+class PairingOffer:
+    """Announce a pairing offer on the LAN while it is open (``with PairingOffer(tag, port):``): service
+    ``gaml-pair-<tag>`` of type :data:`PAIR_TYPE` at this host's LAN addresses and ``port``. The tag is derived from
+    the pairing code (node/pairing.py); the code itself is never announced."""
+
+    def __init__(self, tag: str, port: int) -> None:
+        self.tag, self.port = tag, port
+        self.addresses = lan_ipv4()
+        self._zc: Zeroconf | None = None
+        self._info: ServiceInfo | None = None
+
+    def __enter__(self) -> PairingOffer:
+        if not self.addresses:
+            raise OSError("this host has no LAN address (only loopback): pairing needs a network")
+        self._zc = Zeroconf(ip_version=IPVersion.V4Only)
+        self._info = ServiceInfo(
+            PAIR_TYPE,
+            f"gaml-pair-{self.tag}.{PAIR_TYPE}",
+            port=self.port,
+            addresses=[socket.inet_aton(ip) for ip in self.addresses],
+            properties={"t": self.tag},
+            server=f"gaml-pair-{self.tag}.local.",
+        )
+        self._zc.register_service(self._info)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        zc, self._zc = self._zc, None
+        if zc is None:
+            return
+        with contextlib.suppress(Exception):
+            if self._info is not None:
+                zc.unregister_service(self._info)
+        zc.close()
+
+
+def find_pairing(tag: str, deadline: float) -> list[tuple[str, int]]:
+    """The (address, port) of the pairing offer with ``tag`` on the LAN, asked for until ``deadline``
+    (``time.monotonic()``); [] if none answered."""
+    import time
+
+    zc = Zeroconf(ip_version=IPVersion.V4Only)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            info = zc.get_service_info(PAIR_TYPE, f"gaml-pair-{tag}.{PAIR_TYPE}", int(min(left, 3.0) * 1000))
+            if info is not None and info.decoded_properties.get("t") == tag and info.port:
+                return [(ip, int(info.port)) for ip in info.parsed_addresses(IPVersion.V4Only)]
+    finally:
+        zc.close()
+
+
+__all__ = [
+    "PAIR_TYPE",
+    "SERVICE_TYPE",
+    "Discovery",
+    "PairingOffer",
+    "dialable",
+    "expand_unspecified",
+    "find_pairing",
+    "lan_ipv4",
+]

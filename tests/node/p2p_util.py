@@ -201,15 +201,18 @@ class Fleet:
         *,
         principal: str,
         dial: Iterable[str] = (),
-        listen: str = LOOPBACK,
+        listen: str | None = LOOPBACK,
         netns: str = "",
         extra: Iterable[str] = (),
     ) -> Daemon:
-        """Start ``gaml run`` listening for libp2p on ``listen`` (loopback) and dialling ``dial``, in network namespace
+        """Start ``gaml run`` listening for libp2p on ``listen`` (loopback; None: where the home's config says) and
+        dialling ``dial``, in network namespace
         ``netns`` if given (``ip netns exec``: the same process, so its pid is the daemon's); does not wait (see
         :meth:`up`). A replication status left by an earlier run is removed first: what a test reads is this run's."""
         replication_path(peer.home).unlink(missing_ok=True)
-        args = ["--home", str(peer.home), "run", "--principal", principal, "--grace", "5", "--p2p", listen, *extra]
+        args = ["--home", str(peer.home), "run", "--principal", principal, "--grace", "5", *extra]
+        if listen is not None:
+            args += ["--p2p", listen]
         for a in dial:
             args += ["--peer", a]
         prefix = ["ip", "netns", "exec", netns] if netns else []
