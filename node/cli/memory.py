@@ -10,8 +10,9 @@ import getpass
 import json
 import os
 import re
+import signal
 import sys
-import time
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -646,10 +647,13 @@ def _ingest_passes(
     _print_pass(_reporting_held_back(one_pass, files, args.format), as_json)
     if not args.watch:
         return
-    print(f"gaml: watching {len(files)} file(s); Ctrl-C stops", file=sys.stderr, flush=True)
+    print(f"gaml: watching {len(files)} file(s); Ctrl-C (or SIGTERM) stops", file=sys.stderr, flush=True)
+    # SIGTERM (a service manager stopping it) and SIGINT end the watch between passes: a pass in progress finishes,
+    # then the store is closed with a checkpoint, so the next open has no journal to replay.
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        while True:
-            time.sleep(args.interval)
+        while not stop.wait(args.interval):
             now_seen = _snapshot(_ingest_paths(args.paths, warned if warned is not None else set()))
             changed = [f for f, mark in now_seen.items() if seen.get(f) != mark]
             seen = now_seen
@@ -659,8 +663,10 @@ def _ingest_passes(
                 except (InvalidInput, OSError) as e:  # a JSON file caught mid-write, a file gone: try again
                     print(f"gaml: skipped this pass: {e}", file=sys.stderr, flush=True)
                     seen = {f: m for f, m in seen.items() if f not in changed}
-    except KeyboardInterrupt:
-        print("gaml: stopped watching", file=sys.stderr)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("gaml: stopped watching", file=sys.stderr)
 
 
 def _reporting_held_back(

@@ -409,11 +409,13 @@ class Lines:
             raise AssertionError(f"no line from the subprocess within {timeout} s") from None
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_watch_ingests_what_is_appended_until_interrupted(
-    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: signal.Signals
 ) -> None:
     """`ingest --watch` reports the first pass, then a pass with exactly the appended records (the earlier ones
-    skipped); SIGINT stops it cleanly (exit 0) and the source's watermark holds the new record count."""
+    skipped); SIGINT (Ctrl-C) or SIGTERM (a service manager) stops it cleanly (exit 0), the store closed with a
+    checkpoint (the next open replays nothing), and the source's watermark holds the new record count."""
     path = write_input(tmp_path, "transcript")
     errors = tmp_path / "watch.err"
     with errors.open("wb") as err:
@@ -442,7 +444,7 @@ def test_watch_ingests_what_is_appended_until_interrupted(
         assert reports[0]["skipped"] == TRANSCRIPT_RECORDS
         assert [r["items"] for r in reports] in ([2], [1, 1])
         assert reports[-1]["records"] == TRANSCRIPT_RECORDS + 2 and reports[-1]["curation"]["sources"] == 1
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         assert proc.wait(timeout=WAIT_S) == 0, errors.read_text()
         assert lines.next() == b""  # nothing more after the reports
     finally:
@@ -450,6 +452,7 @@ def test_watch_ingests_what_is_appended_until_interrupted(
             proc.kill()
             proc.wait()
     assert "stopped watching" in errors.read_text()
+    assert ok(capsys, home, "stats", "--json")["replayed_events"] == 0
     row = sources(capsys, home)[TRANSCRIPT_SOURCE]
     assert (row["records"], row["items"], row["curation_pending"]) == (
         TRANSCRIPT_RECORDS + 2,
