@@ -51,8 +51,7 @@ from gaml.bench.replication_bench import (
 from gaml.bench.retrieve_bench import code_version
 from gaml.bench.store_bench import log, run_and_write
 from gaml.node.core.replica import Replica
-from gaml.node.home import open_node, read_config
-from gaml.node.shells.files import write_atomic
+from gaml.node.home import open_node, read_config, write_config
 from gaml.policy.errors import NotFound
 
 SWARM = "bench-swarm"
@@ -62,10 +61,10 @@ BLOCK = 10  # changes per series before the other series takes its turn
 
 def swarm_home(base: Path, name: str, *, gossip: bool) -> Home:
     home = make_home(base, name)
-    cfg = read_config(home.path)
+    cfg = read_config(home.path, overrides=False)
     # rendezvous off: the line must stay a line (with it the ends would hear of each other and connect directly)
     cfg["p2p"] = {**(cfg.get("p2p") or {}), "gossip": gossip, "rendezvous": False}
-    write_atomic(home.path / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+    write_config(home.path, cfg)
     node = open_node(home.path, home.unlock)
     try:
         Replica(node).join_swarm(SWARM, now_us())

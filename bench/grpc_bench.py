@@ -12,7 +12,7 @@ Data: a fresh node home (``node.home.init_home``, the hash embedder by default) 
 principal ``alice`` (``user_private``: one partition): fact-like sentences from a seeded Zipf vocabulary (as in
 ``bench.store_bench``) with one to three entities and tags. The fill goes through the in-process core
 (``Node.put_stream`` in batches of ``--fill-batch``, then ``Node.checkpoint()`` for the index); it is timed apart from
-every measure. The home's rate limit is lifted (``config.json`` ``limits``) so that the limiter, which would refuse a
+every measure. The home's rate limit is lifted (``config.toml`` ``limits``) so that the limiter, which would refuse a
 burst of more than 400 calls, does not become the measure.
 
 Measured, in this order, so that every ``Hydrate`` sees the same N assets:
@@ -165,9 +165,9 @@ def make_home(base: Path, embedder: str, tls: bool) -> Home:
     if len(os.fsencode(home.socket)) > MAX_UNIX_PATH:
         raise SystemExit(f"the socket path {home.socket} is over {MAX_UNIX_PATH} bytes: give a shorter --tmp")
     init_home(home.path, home.unlock, embedder=embedder)
-    cfg = read_config(home.path)
+    cfg = read_config(home.path, overrides=False)
     cfg["limits"] = NO_RATE_LIMIT
-    write_atomic(home.path / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+    write_atomic(home.path / "config.toml", json.dumps(cfg, indent=1).encode(), mode=0o600)
     if tls:
         kc = FileKeychain.open(home.path / "keychain.json", home.unlock, crypto.SystemEntropy())
         now_s = int(time.time())  # TLS checks certificate dates against the real clock

@@ -84,12 +84,11 @@ from typing import IO, Any
 from gaml.bench.retrieve_bench import code_version
 from gaml.bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
 from gaml.node.core.replica import Replica
-from gaml.node.home import init_home, open_node, read_config
+from gaml.node.home import init_home, open_node, read_config, write_config
 from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import MAX_UNIX_PATH
 from gaml.node.serve.replicator import read_status
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
-from gaml.node.shells.files import write_atomic
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, NotFound
 
@@ -188,9 +187,9 @@ def make_home(base: Path, name: str) -> Home:
     if len(os.fsencode(home.socket)) > MAX_UNIX_PATH:
         raise SystemExit(f"the socket path {home.socket} is over {MAX_UNIX_PATH} bytes: give a shorter --tmp")
     home.node_id = init_home(home.path, home.unlock, embedder="hash")
-    cfg = read_config(home.path)
+    cfg = read_config(home.path, overrides=False)
     cfg["limits"] = NO_RATE_LIMIT
-    write_atomic(home.path / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+    write_config(home.path, cfg)
     return home
 
 

@@ -2,7 +2,7 @@
 
 A backup is a directory that holds what the home holds, sealed as it is there: a RocksDB checkpoint of ``db/`` (its
 files are the database's own, hard-linked when the backup is on the same file system), the sealed index snapshots of
-``index/`` (written just before), the sealed ``keychain.json``, ``config.json``, ``tls/`` and any other file of the
+``index/`` (written just before), the sealed ``keychain.json``, ``config.toml``, ``tls/`` and any other file of the
 home except ``run/`` (sockets, the daemon's pid and status, which belong to a running process). Nothing is decrypted
 to make it: a raw scan of a backup finds no private text, and restoring it needs the home's passphrase (or key).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gaml.node.core.node import Node
-from gaml.node.home import check_home, open_node, read_config
+from gaml.node.home import check_home, is_home, open_node, read_config
 from gaml.node.shells.file_keychain import Unlock
 from gaml.node.shells.files import write_atomic
 from gaml.node.shells.rocks_kv import RocksKV
@@ -130,9 +130,11 @@ def read_manifest(src: Path) -> dict[str, Any]:
         raise InvalidInput(f"{src}/{MANIFEST} is unreadable: {e}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != BACKUP_FORMAT:
         raise InvalidInput(f"{src}/{MANIFEST}: not a backup this GAML reads (format {manifest.get('format')!r})")
-    for name in ("db", "keychain.json", "config.json"):
+    for name in ("db", "keychain.json"):
         if not (src / name).exists():
             raise InvalidInput(f"{src} is an incomplete backup: {name} is missing")
+    if not is_home(src):
+        raise InvalidInput(f"{src} is an incomplete backup: its settings (config.toml) are missing")
     return manifest
 
 

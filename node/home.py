@@ -3,7 +3,7 @@
 ::
 
     HOME/
-      config.json     embedder and limits (no secrets)
+      config.toml     the settings: embedder, limits, p2p, … (no secrets; format 1 homes had config.json)
       keychain.json   the sealed keychain (0600)
       db/             RocksDB: the source of truth
       index/          sealed per-partition vector index snapshots (rebuildable from db/)
@@ -12,17 +12,22 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import difflib
 import hmac
 import json
+import logging
 import os
 import shutil
 import tempfile
+import tomllib
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
+
+import tomli_w
 
 from gaml.node.core.consensus import Weights
 from gaml.node.core.embed import Embedder, HashEmbedder
@@ -48,8 +53,16 @@ from gaml.policy.errors import GamlError, InvalidInput, KeychainError, UnsafeFil
 from gaml.policy.keychain import NODE_IDENTITY_REF, NODE_MASTER_REF
 from gaml.policy.model import load_json
 
-CONFIG_FORMAT = "gaml-home-1"
+# The home's on-disk format. 1: settings in config.json ("format": "gaml-home-1"). 2: settings in config.toml
+# (format = "gaml-home-2"). A home of an older format is upgraded when it is first opened (:func:`upgrade_home`);
+# one of a newer format is refused, naming the GAML that reads it.
+HOME_FORMAT: Final = 2
+CONFIG_FORMAT: Final = f"gaml-home-{HOME_FORMAT}"
+CONFIG_NAME: Final = "config.toml"
+LEGACY_CONFIG: Final = "config.json"  # format 1
 EMBEDDERS = ("minilm", "hash")
+
+log = logging.getLogger("gaml.daemon")
 
 
 def default_home() -> Path:
@@ -83,27 +96,113 @@ def make_counter(name: str) -> TokenCounter:
 CONFIG_ENV_PREFIX: Final = "GAML_CONFIG__"
 
 
-def read_config(home: Path, *, overrides: bool = True) -> dict[str, Any]:
-    """``config.json`` with the environment's overrides (:func:`config_overrides`; not with ``overrides=False``, for
-    what is written back), validated (:func:`check_config`): a missing, wrongly typed or out-of-range setting is
-    refused naming its key, when the home is opened rather than at the first call that needs it."""
+def config_path(home: Path) -> Path:
+    return home / CONFIG_NAME
+
+
+def is_home(home: Path) -> bool:
+    """Whether ``home`` holds a GAML home's settings (of any format)."""
+    return config_path(home).exists() or (home / LEGACY_CONFIG).exists()
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        cfg: dict[str, Any] = load_json((home / "config.json").read_text())
+        with path.open("rb") as f:
+            cfg = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInput(f"{path} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise InvalidInput(f"{path} is nested too deep to be a GAML configuration") from None
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{path} is unreadable: {e}") from None
+    return cfg
+
+
+def _format_of(cfg: Mapping[str, Any], path: Path) -> int:
+    fmt = cfg.get("format")
+    prefix = "gaml-home-"
+    if not isinstance(fmt, str) or not fmt.startswith(prefix) or not fmt[len(prefix) :].isdigit():
+        raise GamlError(f"{path}: unknown format {fmt!r}")
+    n = int(fmt[len(prefix) :])
+    if n > HOME_FORMAT:
+        raise GamlError(
+            f"{path}: this home is format {n}, made by a newer GAML; this one ({HOME_FORMAT}) cannot read it: "
+            "upgrade GAML (pip install -U gaml-memory-node), or restore a backup made before the upgrade"
+        )
+    return n
+
+
+def upgrade_home(home: Path) -> str | None:
+    """Bring a home of an older format to :data:`HOME_FORMAT`; the note of what was done, or None if nothing was.
+
+    Format 1 → 2: ``config.json`` becomes ``config.toml`` with the same settings (validated first), and the old file
+    is kept as ``config.json.format-1`` (the backup: a GAML of format 1 reads the home again once it is renamed
+    back). Idempotent, and safe when two processes open the home at once: both write the same file."""
+    legacy = home / LEGACY_CONFIG
+    if config_path(home).exists() or not legacy.exists():
+        return None
+    try:
+        cfg = load_json(legacy.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{legacy} is unreadable: {e}") from None
+    if not isinstance(cfg, dict):
+        raise InvalidInput(f"{legacy} is not a JSON object")
+    if _format_of(cfg, legacy) != 1:
+        raise GamlError(f"{legacy}: a config.json holds format 1 only, not {cfg.get('format')!r}")
+    cfg["format"] = CONFIG_FORMAT
+    check_config(cfg, str(legacy))  # an invalid file is refused as it was, and nothing is changed
+    kept = home / (LEGACY_CONFIG + ".format-1")
+    if not kept.exists():
+        shutil.copy2(legacy, kept)
+    write_atomic(config_path(home), _toml(cfg), mode=0o600)
+    with contextlib.suppress(FileNotFoundError):
+        legacy.unlink()
+    note = (
+        f"upgraded the home {home} from format 1 to {HOME_FORMAT}: its settings are in {CONFIG_NAME} now "
+        f"(config.json kept as {kept.name})"
+    )
+    return note
+
+
+def _toml(cfg: Mapping[str, Any]) -> bytes:
+    def clean(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): clean(x) for k, x in v.items() if x is not None}
+        if isinstance(v, list | tuple):
+            return [clean(x) for x in v]
+        return v
+
+    body = tomli_w.dumps(clean(cfg))
+    return (
+        "# GAML home settings (docs/configuration.md). `gaml config set KEY VALUE` changes one, validated.\n" + body
+    ).encode()
+
+
+def read_config(home: Path, *, overrides: bool = True) -> dict[str, Any]:
+    """``config.toml`` with the environment's overrides (:func:`config_overrides`; not with ``overrides=False``, for
+    what is written back), validated (:func:`check_config`): a missing, wrongly typed or out-of-range setting is
+    refused naming its key, when the home is opened rather than at the first call that needs it. A home of an older
+    format is upgraded first (:func:`upgrade_home`)."""
+    path = config_path(home)
+    if not path.exists():
+        if not (home / LEGACY_CONFIG).exists():
+            raise GamlError(f"{home} is not a GAML home; run `gaml --home {home} init` first")
+        note = upgrade_home(home)
+        if note:
+            log.warning("home_upgraded", extra={"fields": {"note": note, "home": str(home), "format": HOME_FORMAT}})
+    try:
+        cfg = _load_toml(path)
     except FileNotFoundError:
         raise GamlError(f"{home} is not a GAML home; run `gaml --home {home} init` first") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"{home}/config.json is unreadable: {e}") from e
-    if not isinstance(cfg, dict):
-        raise InvalidInput(f"{home}/config.json is not a JSON object")
-    if cfg.get("format") != CONFIG_FORMAT:
-        raise GamlError(f"{home}/config.json: unknown format {cfg.get('format')!r}")
-    check_config(cfg, f"{home}/config.json")
+    if _format_of(cfg, path) != HOME_FORMAT:
+        raise GamlError(f"{path}: format {cfg.get('format')!r} in a {CONFIG_NAME}; expected {CONFIG_FORMAT!r}")
+    check_config(cfg, str(path))
     if overrides:
         changes = config_overrides()
         if changes:
-            for path, value, _ in changes:
-                cfg = set_setting(cfg, path, value)
-            check_config(cfg, f"{home}/config.json with " + ", ".join(v for _, _, v in changes))
+            for key, value, _ in changes:
+                cfg = set_setting(cfg, key, value)
+            check_config(cfg, f"{path} with " + ", ".join(v for _, _, v in changes))
     return cfg
 
 
@@ -147,9 +246,10 @@ def set_setting(cfg: Mapping[str, Any], path: tuple[str, ...], value: Any) -> di
 
 
 def write_config(home: Path, cfg: dict[str, Any]) -> None:
-    """Validate ``cfg`` and write it as the home's ``config.json`` (atomically, mode 0600)."""
-    check_config(cfg, f"{home}/config.json")
-    write_atomic(home / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+    """Validate ``cfg`` and write it as the home's ``config.toml`` (atomically, mode 0600)."""
+    path = config_path(home)
+    check_config(cfg, str(path))
+    write_atomic(path, _toml(cfg), mode=0o600)
 
 
 def _positive_int(value: Any) -> bool:
@@ -160,7 +260,7 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-# The settings of config.json, each as (type, default, meaning): check_config refuses any key not listed here (a typo
+# The settings of config.toml, each as (type, default, meaning): check_config refuses any key not listed here (a typo
 # is an error, not a silent default), and docs/configuration.md is generated from these tables and the dataclasses of
 # the nested sections (`python -m gaml.node.home > docs/configuration.md`; a test keeps it current).
 CONFIG_KEYS: Final[Mapping[str, tuple[str, str, str]]] = {
@@ -212,7 +312,7 @@ def _unknown(cfg: Mapping[str, Any], known: Iterable[str], where: str, prefix: s
 
 
 def _section_keys() -> dict[str, list[str]]:
-    """The keys each object section of config.json takes (their tables or dataclasses)."""
+    """The keys each section (TOML table) of config.toml takes (their tables or dataclasses)."""
     return {
         "p2p": list(P2P_KEYS),
         "curator": list(CURATOR_KEYS),
@@ -223,7 +323,7 @@ def _section_keys() -> dict[str, list[str]]:
 
 
 def config_reference() -> str:
-    """docs/configuration.md: every key of config.json, from the tables that :func:`check_config` enforces."""
+    """docs/configuration.md: every key of config.toml, from the tables that :func:`check_config` enforces."""
 
     def table(rows: Mapping[str, tuple[str, str, str]], prefix: str = "") -> list[str]:
         out = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
@@ -240,14 +340,28 @@ def config_reference() -> str:
         return out
 
     lines = [
-        "# Configuration: `config.json`",
+        "# Configuration: `config.toml`",
         "",
         "<!-- generated by `python -m gaml.node.home > docs/configuration.md` from node/home.py; do not edit -->",
         "",
-        "Each home has a `config.json` (mode 0600), written by `gaml init` and read at every start. A key GAML does",
+        "Each home has a `config.toml` (mode 0600), written by `gaml init` and read at every start. A key GAML does",
         "not know is refused with an error naming it and the nearest valid name (`unknown setting 'p2p.mdsn' (did",
         "you mean 'p2p.mdns'?)`), as is a value of the wrong type or out of range; nothing is silently ignored.",
         "Secrets never go here: they are in the keychain, or named by an environment variable.",
+        "",
+        "```toml",
+        'format = "gaml-home-2"',
+        'embedder = "minilm"',
+        "max_payload_bytes = 1048576",
+        'local_principal = "alice"',
+        "",
+        "[p2p]",
+        "mdns = true",
+        'listen = ["/ip4/0.0.0.0/tcp/4001"]',
+        "",
+        "[limits.principals.bob]",
+        "burst = 20",
+        "```",
         "",
         "- `gaml config show` prints the settings in force (`--file`: the file alone); `gaml config check` validates",
         "  them (exit 2 naming the key at fault); `gaml config set KEY VALUE` changes one (a dotted key such as",
@@ -256,6 +370,9 @@ def config_reference() -> str:
         "- **Environment overrides** (containers): `GAML_CONFIG__<KEY>`, with `__` between the parts of a nested key",
         "  (`GAML_CONFIG__P2P__MDNS=true`, `GAML_CONFIG__P2P__LISTEN='[\"/ip4/0.0.0.0/tcp/4001\"]'`), override the",
         "  file for that process, are validated like it, and are never written back to it.",
+        "- **Older homes**: a home of format 1 (settings in `config.json`) is upgraded when it is first opened: the",
+        "  same settings are written to `config.toml` and the old file is kept as `config.json.format-1`. A home",
+        "  of a newer format than this GAML reads is refused with what to do (docs/operations.md, *Upgrades*).",
         "",
         "## Top level",
         "",
@@ -342,7 +459,7 @@ def check_config(cfg: dict[str, Any], where: str) -> None:
 
 
 def consensus_weights(home: Path) -> Weights:
-    """The consensus policy's numbers: ``config.json``'s ``consensus`` section over the documented defaults."""
+    """The consensus policy's numbers: ``config.toml``'s ``consensus`` section over the documented defaults."""
     return Weights.from_json(read_config(home).get("consensus") or {})
 
 
@@ -359,7 +476,7 @@ def check_home(home: Path) -> None:
         raise UnsafeFile(f"the home {home} belongs to uid {st.st_uid}, not to you (uid {uid}): chown -R {uid} {home}")
     if st.st_mode & 0o077:
         raise UnsafeFile(f"the home {home} is open to others (mode {st.st_mode & 0o7777:04o}): chmod 700 {home}")
-    for name in ("config.json", "keychain.json", "db", "index"):
+    for name in (CONFIG_NAME, LEGACY_CONFIG, "keychain.json", "db", "index"):
         check_no_symlink(home / name, f"the home's {name}")
     for name in ("run", "tls"):
         if os.path.lexists(home / name):
@@ -367,7 +484,7 @@ def check_home(home: Path) -> None:
 
 
 def local_principal(home: Path, node: Node) -> str | None:
-    """Who this node's own user is: ``config.json`` ``local_principal``, else its only user principal, else None."""
+    """Who this node's own user is: ``config.toml`` ``local_principal``, else its only user principal, else None."""
     name = read_config(home).get("local_principal")
     if name:
         return str(name)
@@ -409,7 +526,7 @@ def init_home(
         cfg: dict[str, Any] = {"format": CONFIG_FORMAT, "embedder": embedder, "max_payload_bytes": max_payload_bytes}
         if user:
             cfg["local_principal"] = user
-        write_atomic(work / "config.json", json.dumps(cfg, indent=1).encode(), mode=0o600)
+        write_atomic(config_path(work), _toml(cfg), mode=0o600)
         identity = crypto.SigningKey(kc.get(NODE_IDENTITY_REF))
         kv = RocksKV(work / "db")
         Store.open(kv, FileBlobs(work / "index"), kc, identity, _index_factory(), entropy).close()
@@ -467,7 +584,7 @@ def _stamp(path: Path) -> tuple[int, int, int, int] | None:
 
 
 def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
-    """The ingestion pipeline and the ladder's upkeep of ``node``, configured from ``home/config.json``:
+    """The ingestion pipeline and the ladder's upkeep of ``node``, configured from ``home/config.toml``:
 
     - ``privacy_rules``: a rules file (relative to the home) replacing the shipped rules
       (``node/core/text/privacy_rules.json``);
@@ -496,17 +613,17 @@ def memory_layers(home: Path, node: Node) -> tuple[Ingestor, Ladder]:
         try:
             base_url, model = str(cur["base_url"]), str(cur["model"])
         except KeyError as e:
-            raise GamlError(f"{home}/config.json: the openai curator needs {e.args[0]!r}") from None
+            raise GamlError(f"{config_path(home)}: the openai curator needs {e.args[0]!r}") from None
         # Curation reads every item, local-only ones included: the model must run on this machine.
         host = urllib.parse.urlsplit(base_url).hostname or ""
         if host not in ("localhost", "127.0.0.1", "::1"):
             raise GamlError(
-                f"{home}/config.json: the curator's server {host or base_url!r} is not on this machine; curation "
+                f"{config_path(home)}: the curator's server {host or base_url!r} is not on this machine; curation "
                 "reads local-only memory, so only a loopback address (127.0.0.1, ::1, localhost) is accepted"
             )
         curator = OpenAICompatibleCurator(base_url, model, api_key_env=cur.get("api_key_env"))
     else:
-        raise GamlError(f"{home}/config.json: unknown curator kind {cur.get('kind')!r} (extractive or openai)")
+        raise GamlError(f"{config_path(home)}: unknown curator kind {cur.get('kind')!r} (extractive or openai)")
     ingestor = Ingestor(node, rules)
     return ingestor, Ladder(node, ingestor, curator, policy)
 

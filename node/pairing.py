@@ -1,4 +1,4 @@
-"""Pairing and subnet membership on disk: invitations, and the ``p2p`` section of ``config.json``.
+"""Pairing and subnet membership on disk: invitations, and the ``p2p`` section of ``config.toml``.
 
 An **invitation** is what an admin hands to a node it adds to a boundary (``gaml pair NODE --out F``, ``gaml subnet
 invite NAME NODE --out F``): the new roster, signed by the boundary's admin and naming the node, and the addresses
@@ -6,7 +6,7 @@ where the inviter listens. It holds no key in the clear: the group keys in a ros
 X25519 key. It does hold the boundary's id, which lets its holder recognise the boundary's members (not read or
 receive anything), so hand it over like a pairing code, not in public.
 
-``config.json`` ``p2p``: ``listen`` (multiaddrs; default ``/ip4/127.0.0.1/tcp/0``, loopback only) and ``peers``
+``config.toml`` ``p2p``: ``listen`` (multiaddrs; default ``/ip4/127.0.0.1/tcp/0``, loopback only) and ``peers``
 (multiaddrs ending in ``/p2p/<peer id>``, dialled at start and redialled with backoff).
 """
 
@@ -203,28 +203,28 @@ def p2p_config(home: Path) -> dict[str, list[str]]:
 def _p2p_flag(home: Path, key: str, default: bool) -> bool:
     value = (read_config(home).get("p2p") or {}).get(key, default)
     if not isinstance(value, bool):
-        raise InvalidInput(f"config.json p2p.{key} is true or false, not {value!r}")
+        raise InvalidInput(f"config.toml p2p.{key} is true or false, not {value!r}")
     return value
 
 
 def mdns_enabled(home: Path) -> bool:
-    """Whether config.json's ``p2p.mdns`` asks the daemon to announce and discover peers on the LAN (default no)."""
+    """Whether config.toml's ``p2p.mdns`` asks the daemon to announce and discover peers on the LAN (default no)."""
     return _p2p_flag(home, "mdns", False)
 
 
 def gossip_enabled(home: Path) -> bool:
-    """Whether config.json's ``p2p.gossip`` lets a node in the public swarm gossip its objects (default yes)."""
+    """Whether config.toml's ``p2p.gossip`` lets a node in the public swarm gossip its objects (default yes)."""
     return _p2p_flag(home, "gossip", True)
 
 
 def rendezvous_enabled(home: Path) -> bool:
-    """Whether config.json's ``p2p.rendezvous`` lets a node in the public swarm find swarm nodes in the DHT (default
+    """Whether config.toml's ``p2p.rendezvous`` lets a node in the public swarm find swarm nodes in the DHT (default
     yes)."""
     return _p2p_flag(home, "rendezvous", True)
 
 
 def update_p2p(home: Path, *, listen: Sequence[str] | None = None, add_peers: Sequence[str] = ()) -> dict[str, Any]:
-    """Set the listen addresses and/or add peers in ``config.json`` (atomically); returns the new ``p2p`` section."""
+    """Set the listen addresses and/or add peers in ``config.toml`` (atomically); returns the new ``p2p`` section."""
     cfg = read_config(home, overrides=False)
     section = dict(cfg.get("p2p") or {})
     if listen is not None:

@@ -48,7 +48,7 @@ from typing import Any, Final
 
 from gaml.crdt.p2p import peer_id_of
 from gaml.node.core.replica import Replica
-from gaml.node.home import init_home, open_node, read_config
+from gaml.node.home import init_home, open_node, read_config, write_config
 from gaml.node.serve.client import Client
 from gaml.node.shells.file_keychain import Unlock
 from gaml.policy.access import Principal
@@ -172,9 +172,9 @@ class World:
             n.home = self.base / n.name
             n.node_id = init_home(n.home, self.unlock, embedder="hash")
             # Every link goes through its proxy: no swarm node may dial another directly at an address it heard of.
-            cfg = read_config(n.home)
+            cfg = read_config(n.home, overrides=False)
             cfg["p2p"] = {**(cfg.get("p2p") or {}), "rendezvous": False}
-            (n.home / "config.json").write_text(json.dumps(cfg, indent=1))
+            write_config(n.home, cfg)
             if n.principal not in ("relay", "stranger"):
                 tenants = {s for s in n.shapes if self.layout[s]["kind"] in ("subnet", "tenant")}
                 node = open_node(n.home, self.unlock)

@@ -131,9 +131,10 @@ def test_doctor_passes_a_sound_home_and_says_what_to_do_about_a_damaged_one(
     code, out, _ = run_cli(capsys, "--home", str(home), "doctor")
     assert code == 0 and "ok    keychain" in out, out
 
-    (home / "config.json").write_text('{"format": 1, "embeder": "hash"}')
+    (home / "config.toml").write_text('format = "gaml-home-2"\nembeder = "hash"\nmax_payload_bytes = 1024\n')
     code, out, _ = run_cli(capsys, "--home", str(home), "doctor")
-    assert code == 1 and "FAIL  config" in out and "gaml config check" in out, out
+    assert code == 1 and "FAIL  config" in out and "did you mean 'embedder'?" in out, out
+    assert "gaml config check" in out
 
 
 def test_doctor_asks_a_running_daemon_and_its_health_check_passes(

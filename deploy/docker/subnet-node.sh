@@ -58,7 +58,7 @@ sys.exit(0 if any(b["name"] == sys.argv[1] for b in json.load(sys.stdin)["bounda
 }
 
 if [ "$GAML_ROLE" = relay ]; then PRINCIPAL=relay; fi
-if [ ! -e "${GAML_HOME:-$HOME/.gaml}/config.json" ]; then
+if [ ! -e "${GAML_HOME:-$HOME/.gaml}/config.toml" ]; then
   gaml init --embedder "${GAML_EMBEDDER:-minilm}" --user "$PRINCIPAL" >/dev/null
   say "initialised"
 fi

@@ -1,4 +1,4 @@
-"""``gaml config show | check | set``: the home's configuration (``config.json``) and the environment's overrides.
+"""``gaml config show | check | set``: the home's configuration (``config.toml``) and the environment's overrides.
 
 ``show`` prints the settings in force (the file with ``GAML_CONFIG__…`` overrides applied; ``--file``: the file
 alone); ``check`` validates them, exiting 2 with the key at fault (and the nearest valid name for a typo); ``set
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gaml.node.home import config_overrides, read_config, set_setting, write_config
+from gaml.node.home import config_overrides, config_path, read_config, set_setting, write_config
 from gaml.policy.errors import InvalidInput
 from gaml.policy.model import load_json
 
@@ -23,7 +23,7 @@ def cmd_config_show(args: argparse.Namespace) -> None:
 def cmd_config_check(args: argparse.Namespace) -> None:
     read_config(args.home)  # raises InvalidInput (exit 2) naming the key
     overrides = [var for _, _, var in config_overrides()]
-    print(json.dumps({"ok": True, "config": str(args.home / "config.json"), "overrides": overrides}))
+    print(json.dumps({"ok": True, "config": str(config_path(args.home)), "overrides": overrides}))
 
 
 def cmd_config_set(args: argparse.Namespace) -> None:
@@ -48,7 +48,7 @@ def cmd_config_set(args: argparse.Namespace) -> None:
 def add_config_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = sub.add_parser("config", help="the home's configuration: show, check, set (docs/configuration.md)")
     csub = s.add_subparsers(dest="config_command", required=True, metavar="show|check|set")
-    a = csub.add_parser("show", help="the settings in force (config.json and GAML_CONFIG__… overrides)")
+    a = csub.add_parser("show", help="the settings in force (config.toml and GAML_CONFIG__… overrides)")
     a.add_argument("--file", action="store_true", help="the file alone, without the environment's overrides")
     a.set_defaults(func=cmd_config_show)
     a = csub.add_parser("check", help="validate the settings; exit 2 naming a key that is unknown or wrong")

@@ -66,12 +66,12 @@ def _daemon_check(home: Path) -> tuple[Check, Any]:
 
 
 def run_checks(home: Path) -> list[Check]:
-    from gaml.node.home import check_home, read_config
+    from gaml.node.home import check_home, is_home, read_config
     from gaml.node.shells.file_keychain import FileKeychain, Unlock
     from gaml.policy import crypto
 
     out: list[Check] = []
-    if not (home / "config.json").exists():
+    if not is_home(home):
         return [Check("home", "fail", f"{home} is not a GAML home", f"gaml --home {home} init (or gaml restore)")]
     try:
         check_home(home)

@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import math
 import os
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,6 +70,7 @@ from gaml.node.core.text.parsers import FORMATS
 from gaml.node.home import (
     EMBEDDERS,
     default_home,
+    upgrade_home,
 )
 from gaml.policy.access import Location, Permission, PrincipalKind
 from gaml.policy.errors import (
@@ -542,6 +544,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     args.home = (args.home or default_home()).expanduser()
     try:
+        if args.func not in (cmd_init, cmd_restore) and args.home.is_dir():
+            note = upgrade_home(args.home)  # an older home, first opened by this release
+            if note:
+                print(f"gaml: note: {note}", file=sys.stderr)
         args.func(args)
     except PartlyCommitted as e:
         fail(str(e), 4)

@@ -138,7 +138,7 @@ class Limit:
 class Limits:
     """The default limit and per-principal overrides.
 
-    ``config.json``: ``{"limits": {"calls_per_second": …, "principals": {id: {…}}}}``.
+    ``config.toml``: ``{"limits": {"calls_per_second": …, "principals": {id: {…}}}}``.
     """
 
     default: Limit = Limit()

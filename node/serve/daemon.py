@@ -19,14 +19,14 @@ One process, three lanes, no shared Python state:
 **Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
 0600). A *gate* accepts each connection, reads the peer's credentials from the kernel (``SO_PEERCRED``: pid, uid,
 gid), refuses any uid but the daemon's own, and splices the accepted connection to the gRPC server's private socket
-(a fresh 0700 directory). Such a caller is the node's *local principal* (``config.json`` ``local_principal``, default
+(a fresh 0700 directory). Such a caller is the node's *local principal* (``config.toml`` ``local_principal``, default
 the node's only user, else the login name). With ``--listen HOST:PORT`` the node also serves TCP, with mutual TLS
 only: a client certificate issued by the node's CA (``gaml certs``) names the principal; revoked certificates and
 principals are refused on each ``gaml.v1.Memory`` call (health checking and reflection, which reveal no memory,
 answer any client the TLS handshake admitted). Anything else gets no service.
 
 **Limits.** Per principal: a token bucket of calls and the largest request and ingest stream
-(:class:`node.service.Limits`, ``config.json`` ``limits``). The transport refuses messages over the largest limit.
+(:class:`node.service.Limits`, ``config.toml`` ``limits``). The transport refuses messages over the largest limit.
 
 **Shutdown.** SIGTERM or SIGINT: stop accepting, let in-flight calls finish (``grace_s``), then on the core thread
 flush and snapshot the indexes and close the store, stop trio, and remove the socket and ``HOME/run/daemon.json``.
@@ -351,12 +351,12 @@ class TrioGuest:
 class Options:
     socket_path: Path | None = None  # default HOME/run/gaml.sock
     listen: str | None = None  # HOST:PORT for TCP with mutual TLS
-    local_principal: str | None = None  # default: config.json local_principal, the only user, or the login name
+    local_principal: str | None = None  # default: config.toml local_principal, the only user, or the login name
     grace_s: float = 10.0
     embedder: Any = None  # an Embedder to use instead of the configured one (tests)
     counter: Callable[[str], TokenCounter] | None = None
-    p2p: list[str] | None = None  # libp2p listen multiaddrs (default: config.json p2p.listen, loopback)
-    peers: list[str] = dataclasses.field(default_factory=list)  # bootstrap peers besides config.json p2p.peers
+    p2p: list[str] | None = None  # libp2p listen multiaddrs (default: config.toml p2p.listen, loopback)
+    peers: list[str] = dataclasses.field(default_factory=list)  # bootstrap peers besides config.toml p2p.peers
     mdns: bool | None = None  # announce and discover peers on the LAN (node/shells/mdns.py); None: config p2p.mdns
     metrics: tuple[str, int] | None = None  # serve Prometheus /metrics here (node/serve/metrics.py); None: not at all
 

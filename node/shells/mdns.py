@@ -1,6 +1,6 @@
 """LAN discovery of GAML nodes by mDNS (DNS-SD over multicast): python-zeroconf on the daemon's asyncio loop.
 
-Only a daemon started with ``--mdns`` (or with ``"mdns": true`` in config.json's ``p2p``) takes part. It announces one
+Only a daemon started with ``--mdns`` (or with ``"mdns": true`` in config.toml's ``p2p``) takes part. It announces one
 service of type ``_gaml._tcp.local.`` whose TXT record holds its libp2p peer id (``id``) and its dialable libp2p
 addresses (``a0``, ``a1``, …: ``/ip4/…/tcp/…/p2p/<peer id>``) and nothing else: no boundary, owner or swarm name. It
 browses for the others and hands each one's addresses to ``on_found``; the daemon dials them and keeps dialling, as it

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +45,20 @@ def cli_home(
         code, _, err = run_cli(capsys, "--home", str(path), "principal", "add", *argv)
         assert code == 0, err
     return path
+
+
+def raw_config(home: Path, cfg: dict[str, Any]) -> None:
+    """Write ``cfg`` as the home's config.toml as it is, unchecked (a test of what GAML makes of a bad one)."""
+    import tomli_w
+
+    (home / "config.toml").write_text(tomli_w.dumps(cfg))
+
+
+def edit_config(home: Path, change: Callable[[dict[str, Any]], object]) -> None:
+    """Apply ``change`` to the home's settings (as in its file, without environment overrides) and write them back
+    unchecked."""
+    from gaml.node.home import read_config
+
+    cfg = read_config(home, overrides=False)
+    change(cfg)
+    raw_config(home, cfg)

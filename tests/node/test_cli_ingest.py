@@ -23,6 +23,7 @@ from typing import IO, Any
 import pytest
 
 from gaml.policy.model import item_id
+from tests.node.cli_util import edit_config
 from tests.node.test_cli import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -718,9 +719,8 @@ def test_store_commands_that_need_no_ingestion_need_none_of_its_settings(
 ) -> None:
     """With the privacy rules file of the config missing, the commands that do not ingest or hydrate (stats, grants,
     search, access-log) still work on the store; ingest says what is missing."""
-    cfg = home / "config.json"
-    doc = json.loads(cfg.read_text())
-    cfg.write_text(json.dumps({**doc, "privacy_rules": "missing-rules.json"}))
+    edit_config(home, lambda c: c.update(privacy_rules="missing-rules.json"))
+    cfg = home / "config.toml"
     assert ok(capsys, home, "stats", "--json")["assets"] == 0
     assert ok(capsys, home, "grants") == []
     assert gaml(capsys, home, "principal", "add", "alice")[0] == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,14 +22,14 @@ def home(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest
 def test_set_changes_one_setting_and_a_typo_or_a_wrong_value_writes_nothing(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = (home / "config.json").read_bytes()
+    before = (home / "config.toml").read_bytes()
     code, _, err = run_cli(capsys, "--home", str(home), "config", "set", "p2p.mdsn", "true")
     assert code == 2 and "unknown setting 'p2p.mdsn' (did you mean 'p2p.mdns'?" in err, err
     code, _, err = run_cli(capsys, "--home", str(home), "config", "set", "max_payload_bytes", "-5")
     assert code == 2 and "'max_payload_bytes'" in err and "positive" in err, err
     code, _, err = run_cli(capsys, "--home", str(home), "config", "set", "format", "2")
     assert code == 2 and "not set by hand" in err
-    assert (home / "config.json").read_bytes() == before
+    assert (home / "config.toml").read_bytes() == before
 
     code, out, _ = run_cli(capsys, "--home", str(home), "config", "set", "p2p.mdns", "true")
     assert code == 0 and json.loads(out) == {"set": "p2p.mdns", "value": True}
@@ -59,7 +60,7 @@ def test_the_environment_overrides_a_setting_and_a_misspelt_override_is_refused_
     assert code == 0 and json.loads(out)["overrides"] == ["GAML_CONFIG__LOCAL_PRINCIPAL", "GAML_CONFIG__P2P__GOSSIP"]
     # A setting written while an override is in force keeps the file's own values (the override is not persisted).
     assert run_cli(capsys, "--home", str(home), "config", "set", "p2p.mdns", "true")[0] == 0
-    assert "gossip" not in json.loads((home / "config.json").read_text())["p2p"]
+    assert "gossip" not in tomllib.loads((home / "config.toml").read_text())["p2p"]
 
     monkeypatch.setenv("GAML_CONFIG__P2P__GOSIP", "false")
     code, _, err = run_cli(capsys, "--home", str(home), "config", "check")

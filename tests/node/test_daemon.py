@@ -44,6 +44,7 @@ from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound, PolicyError, UnknownPrincipal
 from gaml.v1 import asset_pb2, memory_pb2
+from tests.node.cli_util import edit_config
 from tests.node.daemon_util import (
     LOCAL,
     ROOT,
@@ -108,14 +109,11 @@ class Served:
 
 @contextlib.contextmanager
 def served(limits: dict[str, Any] | None = None, **options: Any) -> Iterator[Served]:
-    """A fresh home (with ``limits`` in its config.json) served by a daemon on a thread; removed afterwards."""
+    """A fresh home (with ``limits`` in its config.toml) served by a daemon on a thread; removed afterwards."""
     home = make_home()
     try:
         if limits is not None:
-            cfg_path = home.path / "config.json"
-            cfg = json.loads(cfg_path.read_text())
-            cfg["limits"] = limits
-            cfg_path.write_text(json.dumps(cfg))
+            edit_config(home.path, lambda c: c.update(limits=limits))
         with thread_daemon(home, **options) as daemon:
             yield Served(home, daemon)
     finally:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import math
 import random
@@ -37,6 +36,7 @@ from gaml.node.serve.daemon import Daemon, read_info
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy.errors import GamlError, InvalidInput
 from gaml.v1 import asset_pb2, memory_pb2
+from tests.node.cli_util import edit_config
 from tests.node.daemon_util import (
     Home,
     make_home,
@@ -90,11 +90,8 @@ FUZZ: Final = settings(
 
 
 def set_limits(home: Home, limits: dict[str, Any]) -> None:
-    """Write ``limits`` into HOME/config.json (read when a daemon starts)."""
-    path = home.path / "config.json"
-    cfg = json.loads(path.read_text())
-    cfg["limits"] = limits
-    path.write_text(json.dumps(cfg))
+    """Write ``limits`` into HOME/config.toml (read when a daemon starts)."""
+    edit_config(home.path, lambda c: c.update(limits=limits))
 
 
 # -- raw calls ---------------------------------------------------------------------------------------------------------
@@ -849,7 +846,7 @@ def test_oversized_requests_are_resource_exhausted(
 def test_per_principal_size_limits_hold_over_mtls(
     method: str, fuzz_node: FuzzNode, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """bob's own, smaller limits (``limits.principals`` in config.json) refuse his request over mutual TLS with
+    """bob's own, smaller limits (``limits.principals`` in config.toml) refuse his request over mutual TLS with
     RESOURCE_EXHAUSTED, while the same bytes from alice, under her limit, are not refused for their size."""
     with fuzzing(fuzz_node, caplog, listen=True) as (raw, daemon):
         size = (BOB_MAX_INGEST if METHODS[method].client_streaming else BOB_MAX_REQUEST) + 512

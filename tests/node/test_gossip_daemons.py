@@ -11,7 +11,6 @@ each other through B and connect. Every wait polls with a deadline; nothing slee
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +22,12 @@ import trio
 from gaml.crdt import objects
 from gaml.crdt.p2p import GossipParams, P2PHost
 from gaml.crdt.swarm import GOSSIP_BANNED, bundles, gossip_topic, swarm_boundary, swarm_key
-from gaml.node.home import init_home, read_config
+from gaml.node.home import init_home
 from gaml.node.pairing import gossip_enabled, rendezvous_enabled
 from gaml.node.shells.file_keychain import Unlock
 from gaml.policy import crypto
 from gaml.policy.errors import InvalidInput
+from tests.node.cli_util import edit_config
 from tests.node.p2p_util import Daemon, Fleet, Peer, get_or_none
 from tests.node.test_replication import words
 
@@ -155,6 +155,4 @@ def test_config_turns_gossip_and_rendezvous_off_and_refuses_a_value_that_is_not_
 
 
 def update_config(home: Path, p2p: dict[str, Any]) -> None:
-    cfg = read_config(home)
-    cfg["p2p"] = {**(cfg.get("p2p") or {}), **p2p}
-    (home / "config.json").write_text(json.dumps(cfg))
+    edit_config(home, lambda c: c.update(p2p={**(c.get("p2p") or {}), **p2p}))

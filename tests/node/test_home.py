@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from gaml.node.core.embed import HashEmbedder
 from gaml.node.home import init_home, memory_layers, open_node
 from gaml.node.shells.file_keychain import Unlock
 from gaml.policy.errors import GamlError, StoreClosed, StoreCorrupt, StoreLocked, WrongPassphrase
+from tests.node.cli_util import edit_config
 
 UNLOCK = Unlock(passphrase="correct horse battery staple")
 NOW = 1_700_000_000_000_000
@@ -177,10 +177,8 @@ def test_corrupt_rocksdb_is_reported_and_left_untouched(home: Path, target: str)
 def test_curator_config(home: Path, curator: dict[str, str] | None, error: str | None) -> None:
     """The home's curator setting: extractive by default; a model server only on this machine (curation reads
     local-only memory); a malformed setting is a clear error."""
-    cfg = json.loads((home / "config.json").read_text())
     if curator is not None:
-        cfg["curator"] = curator
-    (home / "config.json").write_text(json.dumps(cfg))
+        edit_config(home, lambda c: c.update(curator=curator))
     node = open_node(home, UNLOCK, embedder=HashEmbedder(64))
     try:
         if error is None:

@@ -21,7 +21,7 @@ from gaml.node.serve.client import Client
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy import crypto
 from gaml.policy.errors import StoreError
-from tests.node.cli_util import run_cli
+from tests.node.cli_util import edit_config, run_cli
 from tests.node.daemon_util import KEY_HEX, ROOT, Home, make_home, remove_home, store_digest, thread_daemon
 
 FACT = {"asset_type": "fact", "payload": {"text": "Alice prefers green tea"}, "owner_id": "alice"}
@@ -70,19 +70,16 @@ def test_a_port_in_use_is_a_clear_error_with_exit_code_2(home: Home) -> None:
         (lambda c: c.update(limits={"max_request_bytes": "big"}), "limits"),
         (lambda c: c.update(p2p={"peers": "not a list"}), "p2p.peers"),
         (lambda c: c.update(consensus={"admit": 2_000_000}), "consensus"),
-        (lambda c: c.update(consensus={"admission": 1}), "consensus"),
+        (lambda c: c.update(consensus={"admission": 1}), "consensus.admission"),
         (lambda c: c.update(consensus=[1]), "consensus"),
     ],
 )
 def test_a_bad_config_is_refused_at_open_naming_the_key(
     home: Home, capsys: pytest.CaptureFixture[str], change: object, key: str
 ) -> None:
-    """A config.json with a missing, negative or wrongly typed setting is refused when the home is opened (exit 2,
+    """A config.toml with a missing, negative or wrongly typed setting is refused when the home is opened (exit 2,
     naming the key), for a read and a write alike, and the store is unchanged."""
-    path = home.path / "config.json"
-    cfg = json.loads(path.read_text())
-    change(cfg)  # type: ignore[operator]
-    path.write_text(json.dumps(cfg))
+    edit_config(home.path, change)  # type: ignore[arg-type]
     before = store_digest(home.path)
     (home.path.parent / "a.json").write_text(json.dumps(FACT))
     for argv in (("stats",), ("put", str(home.path.parent / "a.json"))):
@@ -238,8 +235,8 @@ def test_a_put_whose_later_batch_fills_the_disk_tells_what_was_committed(
 
 
 def test_duplicate_json_keys_are_refused_naming_the_key(home: Home, capsys: pytest.CaptureFixture[str]) -> None:
-    """A key given twice in put's input (object and JSON Lines), a hydration plane, config.json or an invitation is
-    refused naming the key (exit 2), and nothing is written."""
+    """A key given twice in put's input (object and JSON Lines), a hydration plane or an invitation is refused naming
+    the key (exit 2), and nothing is written; in config.toml, TOML itself refuses it (naming the line)."""
     before = store_digest(home.path)
     twice = json.dumps(FACT)[:-1] + ', "owner_id": "bob"}'
     for name, text in (("one.json", twice), ("lines.jsonl", json.dumps(FACT) + "\n" + twice)):
@@ -257,10 +254,10 @@ def test_duplicate_json_keys_are_refused_naming_the_key(home: Home, capsys: pyte
     code, _, err = run_cli(capsys, "--home", str(home.path), "pair", "--join", str(invitation))
     assert code == 2 and "'roster' is given twice" in err, err
     assert store_digest(home.path) == before
-    cfg = home.path / "config.json"
-    cfg.write_text(cfg.read_text()[:-1] + ', "embedder": "minilm"}')
+    cfg = home.path / "config.toml"
+    cfg.write_text(cfg.read_text() + 'embedder = "minilm"\n')
     code, _, err = run_cli(capsys, "--home", str(home.path), "stats")
-    assert code == 2 and "'embedder' is given twice" in err, err
+    assert code == 2 and "config.toml is not valid TOML: Cannot overwrite a value" in err, err
 
 
 @pytest.mark.parametrize("whose", ["another CA's", "none"])

@@ -26,6 +26,7 @@ import pytest
 from gaml.node.core.errors import TooLarge
 from gaml.policy.errors import InvalidAsset, StoreError
 from gaml.v1 import memory_pb2
+from tests.node.cli_util import edit_config
 from tests.node.daemon_util import (
     UNLOCK,
     gaml_process,
@@ -188,14 +189,14 @@ def test_a_plane_file_nested_100000_deep_is_a_clear_refusal(home: Path, tmp_path
 
 
 def test_a_config_nested_100000_deep_is_a_clear_refusal(home: Path) -> None:
-    """A config.json nested 100,000 deep makes every command exit 2 naming the file, without a traceback; the file
+    """A config.toml nested 100,000 deep makes every command exit 2 naming the file, without a traceback; the file
     is left as it was."""
-    cfg = home / "config.json"
-    cfg.write_text(cfg.read_text().rstrip().removesuffix("}") + ', "extra": ' + DEEP + "}")
+    cfg = home / "config.toml"
+    cfg.write_text("extra = " + DEEP + "\n" + cfg.read_text())
     before = cfg.read_bytes()
     r = gaml(home, "stats")
     assert r.returncode == 2, r.stderr
-    assert "config.json" in r.stderr and "nested too deep" in r.stderr and "Traceback" not in r.stderr
+    assert "config.toml" in r.stderr and "nested too deep" in r.stderr and "Traceback" not in r.stderr
     assert cfg.read_bytes() == before
 
 
@@ -216,10 +217,7 @@ def small_ingest() -> Iterator[tuple[Any, Any]]:
     """A daemon whose principals may stream at most 4096 bytes into Ingest."""
     home = make_home()
     try:
-        cfg_path = home.path / "config.json"
-        cfg = json.loads(cfg_path.read_text())
-        cfg["limits"] = {"max_ingest_bytes": 4096}
-        cfg_path.write_text(json.dumps(cfg))
+        edit_config(home.path, lambda c: c.update(limits={"max_ingest_bytes": 4096}))
         with thread_daemon(home) as daemon:
             yield home, daemon
     finally:
