@@ -64,13 +64,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gaml.bench.retrieve_bench import code_version
 from gaml.bench.store_bench import TYPES, Corpus, bar, log, pct, rate, run_and_write
 from gaml.node.core.service import MemoryService
-from gaml.node.home import init_home, make_counter, memory_layers, open_node, read_config
+from gaml.node.home import init_home, make_counter, memory_layers, open_node, read_config, write_config
 from gaml.node.serve.client import Client, _struct_json
 from gaml.node.serve.daemon import MAX_UNIX_PATH
 from gaml.node.serve.servicer import _struct, draft_from_pb
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
-from gaml.node.shells.files import write_atomic
 from gaml.policy import crypto
 from gaml.proto.convert import draft_pb_from_json
 from gaml.v1 import memory_pb2
@@ -167,7 +166,7 @@ def make_home(base: Path, embedder: str, tls: bool) -> Home:
     init_home(home.path, home.unlock, embedder=embedder)
     cfg = read_config(home.path, overrides=False)
     cfg["limits"] = NO_RATE_LIMIT
-    write_atomic(home.path / "config.toml", json.dumps(cfg, indent=1).encode(), mode=0o600)
+    write_config(home.path, cfg)
     if tls:
         kc = FileKeychain.open(home.path / "keychain.json", home.unlock, crypto.SystemEntropy())
         now_s = int(time.time())  # TLS checks certificate dates against the real clock
