@@ -76,6 +76,17 @@ class ObjectStore(Protocol):
 
     node_id: str
 
+    @property
+    def lineage(self) -> bytes:
+        """8 bytes naming this store's history: new when it was restored from a backup."""
+        ...
+
+    def met(self, peer: str, lineage: bytes) -> bool:
+        """The lineage the peer's Hello gave. When it differs from the one last seen of that peer, the peer's store
+        was restored from a backup (or replaced) and may lack what I sent it: forget its cursors, so that my whole
+        log is offered again (it asks only for what it lacks). True if they were forgotten."""
+        ...
+
     def boundary_ids(self) -> list[bytes]:
         """The boundaries this node replicates."""
         ...
@@ -141,6 +152,7 @@ class PeerStats:
     sessions: int = 0  # connections
     restarts: int = 0  # stalled handshakes restarted with a fresh nonce
     retries: int = 0  # Have batches resent after retry_after without an Ack
+    cursor_resets: int = 0  # the peer came back with a restored store: my log offered again from the start
     ids_heard: int = 0  # object ids received in Have frames
     objects_sent: int = 0
     objects_received: int = 0  # in Send frames, requested or not
@@ -311,6 +323,8 @@ class Sync:
             return []
         out: list[Effect] = []
         if isinstance(msg, Hello):
+            if msg.lineage and msg.nonce != s.their_nonce and self._replica.met(peer, msg.lineage):
+                self._count(peer)["cursor_resets"] += 1
             self._on_hello(peer, s, msg.nonce, now, out)
         elif isinstance(msg, Tags):
             self._on_tags(peer, s, msg, now, out)
@@ -491,7 +505,7 @@ class Sync:
     def _start(self, peer: str, now: int, out: list[Effect]) -> None:
         nonce = self._entropy.random_bytes(wire.NONCE_BYTES)
         self._sessions[peer] = _Session(nonce, now, frozenset(self._replica.boundary_ids()))
-        self._emit(peer, Hello(nonce), out)
+        self._emit(peer, Hello(nonce, self._replica.lineage), out)
 
     def _on_hello(self, peer: str, s: _Session, nonce: bytes, now: int, out: list[Effect]) -> _Session:
         if nonce == s.their_nonce:
@@ -504,7 +518,7 @@ class Sync:
             link = _Link(bid, boundary_tag(bid, s.nonce, nonce))
             s.links[link.tag] = link
             s.by_bid[bid] = link
-        self._emit(peer, Hello(s.nonce), out)  # the peer may not have mine (lost, or it restarted)
+        self._emit(peer, Hello(s.nonce, self._replica.lineage), out)  # the peer may not have mine (lost, restarted)
         self._emit(peer, Tags(s.nonce, nonce, tuple(sorted(s.links))), out)
         return s
 

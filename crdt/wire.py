@@ -10,7 +10,7 @@ Every frame is ``version(1) | kind(1) | body``:
 =======  ====  =========================================================================================
 kind     byte  body
 =======  ====  =========================================================================================
-Hello    0x01  nonce(16)
+Hello    0x01  nonce(16) [| lineage(8)]
 Tags     0x02  nonce(16, the sender's) | echo(16, the receiver's nonce) | n | tag(16) * n
 Roster   0x03  tag(16) | ack(8) | roster bytes (the rest of the frame; none: an ack only)
 Have     0x04  tag(16) | upto | n | id(32) * n
@@ -43,6 +43,7 @@ from gaml.crdt.errors import BadMessage
 VERSION: Final = 1
 
 NONCE_BYTES: Final = 16
+LINEAGE_BYTES: Final = 8
 TAG_BYTES: Final = 16
 ID_BYTES: Final = 32
 ACK_BYTES: Final = 8  # a digest of a roster (an equality check between two peers, not a security boundary)
@@ -79,10 +80,12 @@ NO_ACK: Final = bytes(ACK_BYTES)  # the ack of a sender that holds no roster of 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Hello:
-    """Opens (or restarts) a session: the sender's fresh nonce."""
+    """Opens (or restarts) a session: the sender's fresh nonce, and the lineage of its store (8 bytes, new when the
+    store was restored from a backup: the receiver then offers its whole log again; none from an older node)."""
 
     type: ClassVar[str] = "hello"
     nonce: bytes
+    lineage: bytes = b""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -198,7 +201,9 @@ def encode(msg: Message) -> bytes:
     head = bytes((VERSION,))
     if isinstance(msg, Hello):
         _check_fixed(msg.nonce, NONCE_BYTES, "nonce")
-        return head + bytes((HELLO,)) + msg.nonce
+        if msg.lineage:
+            _check_fixed(msg.lineage, LINEAGE_BYTES, "lineage")
+        return head + bytes((HELLO,)) + msg.nonce + msg.lineage
     if isinstance(msg, Tags):
         _check_fixed(msg.nonce, NONCE_BYTES, "nonce")
         _check_fixed(msg.echo, NONCE_BYTES, "echo")
@@ -323,6 +328,9 @@ class _Reader:
     def objects(self, limit: int) -> tuple[bytes, ...]:
         return tuple(self.take(self.varint(MAX_OBJECT_BYTES)) for _ in range(self.varint(limit)))
 
+    def left(self) -> int:
+        return len(self._data) - self._pos
+
     def end(self) -> None:
         if self._pos != len(self._data):
             raise BadMessage("trailing bytes after the message")
@@ -343,7 +351,8 @@ def decode(frame: bytes | bytearray | memoryview) -> Message:
     r.take(2)
     msg: Message
     if kind == HELLO:
-        msg = Hello(r.take(NONCE_BYTES))
+        nonce = r.take(NONCE_BYTES)
+        msg = Hello(nonce, r.take(LINEAGE_BYTES) if r.left() >= LINEAGE_BYTES else b"")
     elif kind == TAGS:
         msg = Tags(r.take(NONCE_BYTES), r.take(NONCE_BYTES), r.fixed_list(TAG_BYTES, MAX_TAGS))
     elif kind == ROSTER:

@@ -205,6 +205,26 @@ class Replica:
             self.store.write_meta({name: actor})
         return actor
 
+    @property
+    def lineage(self) -> bytes:
+        """This store's history, for peers (crdt.sync.ObjectStore.lineage): the random half of its actor, which a
+        restore renews."""
+        return self.actor[8:]
+
+    def met(self, peer: str, lineage: bytes) -> bool:
+        """crdt.sync.ObjectStore.met: a peer whose lineage changed gets this node's whole log offered again."""
+        name = self._name("repcur", "lineage:" + peer)
+        known = self.store.read_meta(name)
+        if known == lineage:
+            return False
+        self.store.write_meta({name: lineage})
+        if known is None:
+            return False  # first met (or met before lineages existed): its cursors stand
+        for bid in sorted(self._bounds):
+            if self.cursor(bid, peer):
+                self.set_cursor(bid, peer, 0)
+        return True
+
     def renew_actor(self) -> bytes:
         """A new Automerge actor for this store (a restored backup: the old actor may have numbered changes after
         the backup was made, which peers hold)."""

@@ -56,6 +56,8 @@ class MemoryObjectStore:
 
     def __init__(self, node_id: str, authorities: dict[bytes, Authority]) -> None:
         self.node_id = node_id
+        self.lineage = hashlib.sha256(node_id.encode()).digest()[:8]
+        self.lineages: dict[str, bytes] = {}
         self.authorities = authorities
         self.rosters: dict[bytes, tuple[int, frozenset[str], bytes]] = {}
         self.store: dict[bytes, bytes] = {}
@@ -149,6 +151,14 @@ class MemoryObjectStore:
 
     def set_cursor(self, bid: bytes, peer: str, upto: int) -> None:
         self.cursors[(bid, peer)] = upto
+
+    def met(self, peer: str, lineage: bytes) -> bool:
+        known, self.lineages[peer] = self.lineages.get(peer), lineage
+        if known is None or known == lineage:
+            return False
+        for key in [k for k in self.cursors if k[1] == peer]:
+            self.cursors[key] = 0
+        return True
 
     def snapshot(self) -> tuple[object, ...]:
         return (dict(self.store), {k: list(v) for k, v in self.logs.items()}, dict(self.cursors), dict(self.rosters))
@@ -477,6 +487,41 @@ def test_resumes_from_the_cursor_after_a_disconnect() -> None:
     haves = [m for m in later if isinstance(m, wire.Have)]
     assert haves[0].ids[0] == c.replicas["a"].logs[X][cursor]
     assert not {oid(o) for m in later if isinstance(m, wire.Send) for o in m.objects} & acked
+
+
+def test_a_peer_restored_from_an_older_backup_gets_what_it_lacks_again_and_nothing_twice() -> None:
+    """b syncs a's log, is disconnected, and comes back with its store restored from a backup made halfway (half
+    the objects, a new lineage): a forgets b's cursor at b's Hello, offers its whole log again, and b asks for (and
+    accepts) exactly the half it lacks. A peer whose lineage did not change resumes from its cursor as before."""
+    c = Cluster(quiet_net(), batch=50)
+    c.add("a", "b")
+    c.roster(X, ["a", "b"], ["a", "b"])
+    for p in payloads(200, "a", random.Random(8)):
+        c.replicas["a"].write(X, p)
+    c.net.connect("a", "b")
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
+    a, b = c.replicas["a"], c.replicas["b"]
+    assert len(b.held(X)) == 200 and a.cursor(X, "b") == 200
+    c.net.disconnect("a", "b")
+    # The restore: b's objects of the second half are gone, and its store has a new lineage.
+    lost = set(a.logs[X][100:])
+    for o in lost:
+        del b.store[o]
+    b.logs[X] = [o for o in b.logs[X] if o not in lost]
+    b.lineage = b"restored"
+    accepted_before = c.stats("b", "a").objects_accepted
+    c.net.connect("a", "b")
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
+    assert b.held(X) == a.held(X) and len(b.held(X)) == 200
+    assert b.duplicates == 0
+    assert c.stats("b", "a").objects_accepted - accepted_before == 100  # the lost half, once
+    assert c.stats("a", "b").cursor_resets == 1 and c.stats("b", "a").cursor_resets == 0
+    # Reconnecting with the same lineage: nothing is offered again.
+    heard = c.stats("b", "a").ids_heard
+    c.net.disconnect("a", "b")
+    c.net.connect("a", "b")
+    assert c.net.run_until_quiet(60 * US_PER_S, QUIET)
+    assert c.stats("a", "b").cursor_resets == 1 and c.stats("b", "a").ids_heard == heard
 
 
 # -- bad input -----------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ def fixed(n: int) -> st.SearchStrategy[bytes]:
 
 messages: st.SearchStrategy[wire.Message] = st.one_of(
     st.builds(Hello, fixed(16)),
+    st.builds(Hello, fixed(16), fixed(8)),
     st.builds(Tags, fixed(16), fixed(16), st.lists(fixed(16), max_size=8).map(tuple)),
     st.builds(Roster, fixed(16), fixed(8), st.binary(max_size=300)),
     st.builds(Have, fixed(16), st.lists(fixed(32), max_size=6).map(tuple), st.integers(0, wire.MAX_UPTO)),
@@ -42,6 +43,7 @@ messages: st.SearchStrategy[wire.Message] = st.one_of(
 def test_layouts_are_exact() -> None:
     """Each kind has the documented layout: version, kind, fixed-size fields, varints; nothing else."""
     assert wire.encode(Hello(b"n" * 16)) == b"\x01\x01" + b"n" * 16
+    assert wire.encode(Hello(b"n" * 16, b"L" * 8)) == b"\x01\x01" + b"n" * 16 + b"L" * 8
     assert wire.encode(Tags(b"a" * 16, b"b" * 16, (TAG,))) == b"\x01\x02" + b"a" * 16 + b"b" * 16 + b"\x01" + TAG
     assert wire.encode(Roster(TAG, b"k" * 8, b"RR")) == b"\x01\x03" + TAG + b"k" * 8 + b"RR"
     assert wire.encode(Have(TAG, (OID, OID), 300)) == b"\x01\x04" + TAG + b"\xac\x02" + b"\x02" + OID + OID
@@ -88,11 +90,21 @@ def test_random_bytes_raise_only_bad_message(data: bytes) -> None:
 @SETTINGS
 def test_truncations_and_extensions_are_refused(msg: wire.Message, data: st.DataObject) -> None:
     """Every proper prefix of a frame, and a frame with bytes appended, raises BadMessage (except a Roster, whose
-    roster runs to the end of the frame, so a prefix or extension is another roster: the replica verifies it)."""
+    roster runs to the end of the frame, so a prefix or extension is another roster: the replica verifies it; and a
+    Hello, whose lineage is optional: a Hello without one and 8 more bytes is one with them, and the reverse)."""
     frame = wire.encode(msg)
     cut = data.draw(st.integers(0, len(frame) - 1))
     extra = data.draw(st.binary(min_size=1, max_size=8))
-    if isinstance(msg, Roster):
+    if isinstance(msg, Hello):
+        if not msg.lineage and len(extra) == wire.LINEAGE_BYTES:
+            assert wire.decode(frame + extra) == Hello(msg.nonce, extra)
+        else:
+            with pytest.raises(BadMessage):
+                wire.decode(frame + extra)
+        if msg.lineage and cut == 2 + wire.NONCE_BYTES:
+            assert wire.decode(frame[:cut]) == Hello(msg.nonce)
+            return
+    elif isinstance(msg, Roster):
         if cut >= 2 + 16 + 8:
             assert wire.decode(frame[:cut]) == Roster(msg.tag, msg.ack, msg.roster[: cut - 26])
             return
@@ -178,6 +190,7 @@ def test_non_bytes_are_refused() -> None:
     "msg",
     [
         Hello(b"short"),
+        Hello(b"n" * 16, b"short"),
         Tags(b"n" * 16, b"n" * 15, ()),
         Tags(b"n" * 16, b"n" * 16, (b"x" * 15,)),
         Roster(TAG, b"k" * 7, b""),

@@ -22,7 +22,7 @@ import pytest
 from gaml.node.backup import MANIFEST
 from gaml.node.cli.main import main
 from tests.node.daemon_util import KEY_HEX
-from tests.node.p2p_util import Fleet, files_containing
+from tests.node.p2p_util import Fleet, Peer, files_containing, get_or_none, live_records
 from tests.node.test_replication import words
 
 QUERIES = ("standup notes", "deploy window", "the build server", "quarterly plan")
@@ -162,3 +162,49 @@ def test_restore_refuses_a_wrong_key_a_used_home_and_what_is_not_a_backup(fleet:
     assert r.returncode == 0, r.stderr
     s = gaml(target, "search", "locker code")
     assert "4711" in s.stdout, s
+
+
+def test_a_device_restored_from_an_older_backup_catches_up_from_its_peer_without_duplicates(fleet: Fleet) -> None:
+    """B is backed up, then A writes more, which reaches B; B's disk is lost and B restored from the older backup:
+    it comes back with a new lineage, A offers it its whole log again, and B ends with exactly what A has."""
+    a, b = fleet.peer("a"), fleet.peer("b")
+    invitation = fleet.base / "pair.json"
+    a.gaml_json("pair", b.node_id, "--owner", "alice", "--out", str(invitation))
+    b.gaml_json("pair", "--join", str(invitation))
+    da = fleet.start(a, principal="alice")
+    fleet.up(da)
+    db = fleet.start(b, principal="alice", dial=[da.address])
+    fleet.up(db)
+
+    def shared(i: int, w: str) -> dict[str, Any]:
+        return {**note(i, w), "replication_policy": "trusted_devices"}
+
+    vocab = words(22, 12)
+    with da.client() as ca, db.client() as cb:
+        early = [ca.put([shared(i, w)])[0] for i, w in enumerate(vocab[:6])]
+        fleet.wait("B to hold A's first notes", lambda: [get_or_none(cb, i) for i in early], lambda got: all(got))
+        bk = fleet.base / "b-backup"
+        r = gaml(b.home, "backup", str(bk))
+        assert r.returncode == 0, r.stderr
+        late = [ca.put([shared(i, w)])[0] for i, w in enumerate(vocab[6:], start=6)]
+        fleet.wait("B to hold A's later notes", lambda: [get_or_none(cb, i) for i in late], lambda got: all(got))
+    db.stop()
+
+    restored = Peer("b", fleet.base / "b-restored", b.node_id)
+    r = gaml(restored.home, "restore", str(bk))
+    assert r.returncode == 0, r.stderr
+    with restored.opened() as node:
+        assert not [i for i in late if i in set(node.store.live_ids())]  # the backup is older than the late notes
+    db = fleet.start(restored, principal="alice", dial=[da.address])
+    fleet.up(db)
+    with db.client() as cb:
+        fleet.wait(
+            "the restored B to catch up on the notes written after its backup",
+            lambda: [get_or_none(cb, i) for i in late],
+            lambda got: all(got),
+        )
+    for d in (db, da):
+        d.stop()
+    with a.opened() as na, restored.opened() as nb:
+        on_a, on_b = live_records(na.store), live_records(nb.store)
+    assert on_b == on_a and set(early + late) <= set(on_b)
