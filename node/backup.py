@@ -86,12 +86,17 @@ def backup(home: Path, node: Node, dest: Path, now_us: int) -> dict[str, Any]:
 
     Call it where no write runs meanwhile (the daemon's core thread, or a process holding the store). Returns the
     manifest."""
+    if any(ord(c) < 32 or c == "\x7f" for c in str(dest)):
+        raise InvalidInput(f"the backup directory {str(dest)!r} has control characters in its name")
     dest = dest.absolute()
+    if not dest.parent.is_dir():
+        raise InvalidInput(f"the backup directory's parent {dest.parent} is not a directory: make it first")
     _fresh_dir(dest, "the backup directory")
+    if dest.resolve().is_relative_to(home.resolve()):
+        raise InvalidInput(f"the backup directory {dest} is inside the home {home}: choose one outside it")
     kv = node.store.kv
     if not isinstance(kv, RocksKV):
         raise InvalidInput("only a store on disk (RocksDB) can be backed up")
-    dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.backup-", dir=dest.parent))
     try:
         node.store.checkpoint()  # the sealed index snapshots, up to the journal's position now

@@ -213,6 +213,8 @@ class Replica:
 
     def met(self, peer: str, lineage: bytes) -> bool:
         """crdt.sync.ObjectStore.met: a peer whose lineage changed gets this node's whole log offered again."""
+        if not any(self.authorized(bid, peer) for bid in self._bounds):
+            return False  # a node this one shares nothing with: nothing to resend, and nothing of it is kept
         name = self._name("repcur", "lineage:" + peer)
         known = self.store.read_meta(name)
         if known == lineage:

@@ -356,10 +356,14 @@ class MemoryServicer:
 
     async def Backup(self, req: memory_pb2.BackupRequest, ctx: grpc.aio.ServicerContext) -> memory_pb2.AdminReport:
         _check(req)
-        if not req.directory.startswith("/"):
-            raise InvalidInput(f"the backup directory must be an absolute path, not {req.directory!r}")
         dest = req.directory
-        report = await self.rt.call(ctx, "Backup", lambda c, now: self.rt.backup(dest, now), size=req.ByteSize())
+
+        def backup(c: Principal, now: int) -> dict[str, Any]:
+            if not dest.startswith("/"):
+                raise InvalidInput(f"the backup directory must be an absolute path, not {dest[:200]!r}")
+            return self.rt.backup(dest, now)
+
+        report = await self.rt.call(ctx, "Backup", backup, size=req.ByteSize())
         return memory_pb2.AdminReport(report=_struct(report))
 
     async def Remember(

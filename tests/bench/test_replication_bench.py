@@ -17,6 +17,7 @@ from gaml.bench import replication_bench
 N, CHANGES, EDITS, UNPOLLED, RTT = 50, 4, 2, 2, 20
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_replication_bench_smoke(tmp_path: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: the homes' socket paths are limited
     try:

@@ -150,6 +150,10 @@ def test_restore_refuses_a_wrong_key_a_used_home_and_what_is_not_a_backup(fleet:
     assert gaml(a.home, "backup", str(bk)).returncode == 0
     r = gaml(a.home, "backup", str(bk))  # not over an existing backup
     assert r.returncode == 2 and "exists and is not empty" in r.stderr, r.stderr
+    r = gaml(a.home, "backup", str(a.home / "backups"))  # not inside the home it copies
+    assert r.returncode == 2 and "inside the home" in r.stderr and not (a.home / "backups").exists(), r.stderr
+    r = gaml(a.home, "backup", str(fleet.base / "no" / "such" / "bk"))
+    assert r.returncode == 2 and "make it first" in r.stderr, r.stderr
     target = fleet.base / "new"
     r = gaml(target, "restore", str(bk), key="11" * 32)
     assert r.returncode != 0 and not target.exists(), r.stderr
@@ -164,6 +168,7 @@ def test_restore_refuses_a_wrong_key_a_used_home_and_what_is_not_a_backup(fleet:
     assert "4711" in s.stdout, s
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_a_device_restored_from_an_older_backup_catches_up_from_its_peer_without_duplicates(fleet: Fleet) -> None:
     """B is backed up, then A writes more, which reaches B; B's disk is lost and B restored from the older backup:
     it comes back with a new lineage, A offers it its whole log again, and B ends with exactly what A has."""

@@ -83,6 +83,7 @@ METHODS = {
     "Sources",
     "Curate",
     "Maintain",
+    "Backup",
 }
 TRANSPORTS = ("unix", "mtls")
 NOBODY = 65534
@@ -847,6 +848,7 @@ def test_stats_has_the_same_fields_with_and_without_a_daemon() -> None:
     assert set(on_store["partitions"]) == set(through_daemon["partitions"]) and on_store["partitions"]
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_the_cli_goes_through_a_running_daemon() -> None:
     """With a daemon serving the home, `gaml stats/put/search/hydrate/access-log/ingest` run through it as its local
     principal; `--as` another principal is refused (exit 5); principals, sources, curate and maintain run through

@@ -189,6 +189,9 @@ def could_write(method: str, payload: bytes | Sequence[bytes]) -> bool:
         if method == "Curate":  # every pending source when none is named; a name never ingested is NotFound
             assert isinstance(payload, bytes)
             return not memory_pb2.CurateRequest.FromString(payload).sources
+        if method == "Backup":  # writes a backup wherever an absolute path points (and index snapshots first)
+            assert isinstance(payload, bytes)
+            return memory_pb2.BackupRequest.FromString(payload).directory.startswith("/")
         if method == "Remember":  # remembers unless the node refuses the turns (check_turns) or the session name
             assert isinstance(payload, bytes)
             r = memory_pb2.RememberRequest.FromString(payload)
@@ -569,6 +572,13 @@ def hostile_requests(method: str, node: FuzzNode) -> st.SearchStrategy[bytes]:
         "Principals": st.just(b""),
         "Sources": st.just(b""),
         "Maintain": st.just(b""),
+        # Never an absolute path: one would be a backup written there (could_write leaves those out anyway).
+        "Backup": serialized(
+            st.builds(
+                memory_pb2.BackupRequest,
+                directory=st.sampled_from(["", "relative/dir", "../up", "~/x"]) | TEXT.filter(lambda s: s[:1] != "/"),
+            )
+        ),
         "AddPrincipal": serialized(
             st.builds(
                 memory_pb2.AddPrincipalRequest,
@@ -939,6 +949,7 @@ def load_client(home: Home, i: int, log: LoadLog) -> None:
                 assert my_grants <= made
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_concurrent_clients_lose_no_write_and_see_consistent_answers() -> None:
     """Eight clients making 500 mixed calls each, concurrently: no call fails, every put is stored and read back
     exactly, the asset count is the number of distinct assets put, searches return only assets that were put (with

@@ -36,7 +36,7 @@ def test_every_rpc_has_a_handler() -> None:
         [
             *("Ingest", "Put", "Get", "Forget", "Search", "Hydrate", "Grant", "Revoke", "ListGrants", "AccessLog"),
             *("Status", "Conflicts", "Reputation", "Override", "Remember", "List"),
-            *("Principals", "AddPrincipal", "Sources", "Curate", "Maintain"),
+            *("Principals", "AddPrincipal", "Sources", "Curate", "Maintain", "Backup"),
         ]
     )
     for name in METHODS:
