@@ -27,7 +27,7 @@ REPEAT_MINILM ?= $(REPEAT)
 LOCOMO ?= ../shared/data/locomo/locomo-dev.json
 BUDGETS ?= 500,1000,2000,4000
 
-.PHONY: help install proto lint test test-slow sim sim-long sim-real sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-gossip bench-doors bench-resources demo clean
+.PHONY: help install proto lint test test-slow sim sim-long sim-real sim-replication bench bench-retrieve bench-ingest bench-locomo bench-tokens bench-grpc bench-scale bench-poison bench-replication bench-peer-reads bench-gossip bench-doors bench-ops bench-resources demo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
@@ -120,6 +120,9 @@ bench-peer-reads: $(STAMP) ## three daemons on loopback: hydration p50/p99 askin
 
 bench-gossip: $(STAMP) ## a line of four swarm daemons: a public asset's latency end to end with gossip vs sync alone, links at 0 and 20 ms
 	$(BIN)/python -m gaml.bench.gossip_bench --seed $(SEED) --out bench/results
+
+bench-ops: $(STAMP) ## running it for real: metrics overhead, a scrape, a backup through the running daemon (and searches during it), restore (bench/results/ops.md)
+	$(BIN)/python -m gaml.bench.ops_bench --out bench/results
 
 bench-doors: $(STAMP) ## the front doors (CLI with and without a daemon, MCP over HTTP, the proxy) against the calls beneath them
 	$(BIN)/python -m gaml.bench.doors_bench --out bench/results

@@ -101,6 +101,7 @@ def test_the_onnx_runtime_gives_the_torch_vectors(cache: Path) -> None:
     assert isinstance(model, _Onnx) and len(model.tokenizer.encode(TEXTS[-1]).ids) == 256
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_a_stale_altered_or_broken_export_is_made_again(tmp_path: Path) -> None:
     """The cached export is used only while its manifest matches the installed weights and its bytes: an altered
     file, or a manifest naming other weights, is exported again before use; so is a file whose manifest matches

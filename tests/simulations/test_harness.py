@@ -209,6 +209,7 @@ def test_the_public_swarm_scenario_keeps_private_memory_out_and_bans_forgers() -
     assert r["poisoned_frame_share"] == 0.0 and r["frames"] >= 16
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_a_seed_replays_in_another_process(tmp_path: Path) -> None:
     """A failure's seed must reproduce it in a new process, whose string hashing differs: the digest of a run with
     nodes in two boundaries (a swarm and a user's devices) is the same under four hash seeds."""
