@@ -136,12 +136,12 @@ def timed(fn: Callable[[], Any], n: int) -> list[float]:
     return out
 
 
-def summary(ms: list[float]) -> dict[str, float]:
+def summary(ms: list[float], digits: int = 2) -> dict[str, float]:
     xs = sorted(ms)
     return {
         "n": len(xs),
-        "median_ms": round(statistics.median(xs), 2),
-        "p99_ms": round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], 2),
+        "median_ms": round(statistics.median(xs), digits),
+        "p99_ms": round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], digits),
     }
 
 

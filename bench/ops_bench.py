@@ -27,16 +27,19 @@ import contextlib
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from gaml.bench.doors_bench import summary as doors_summary
+from gaml.bench.doors_bench import timed
+from gaml.node.shells.files import bytes_under
 
 KEY = "6b" * 32
 
@@ -82,26 +85,8 @@ def daemon(home: Path, *extra: str) -> Iterator[dict[str, Any]]:
         proc.wait(120)
 
 
-def timed(fn: Callable[[], Any], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
-
-
 def summary(ms: list[float]) -> dict[str, float]:
-    xs = sorted(ms)
-    return {
-        "n": len(xs),
-        "median_ms": round(statistics.median(xs), 3),
-        "p99_ms": round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], 3),
-    }
-
-
-def dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    return doors_summary(ms, digits=3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             R["backup_assets"] = made["assets"]
             probes = queries[:20]
             expected = [[h.id for h in m.search(q)] for q in probes]
-        R["home_bytes"] = dir_bytes(home)
-        R["backup_bytes"] = dir_bytes(backup_dir)
+        R["home_bytes"] = bytes_under(home)
+        R["backup_bytes"] = bytes_under(backup_dir)
         restored = Path(tmp) / "restored"
         t0 = time.perf_counter()
         gaml(restored, "restore", str(backup_dir))

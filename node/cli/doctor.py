@@ -16,9 +16,12 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from gaml.policy.errors import GamlError
+
+if TYPE_CHECKING:
+    from gaml.node.shells.file_keychain import FileKeychain
 
 FREE_BYTES_MIN: Final = 1 << 30
 PENDING_WARN: Final = 10_000
@@ -85,6 +88,7 @@ def run_checks(home: Path) -> list[Check]:
         out.append(Check("config", "fail", str(e), "gaml config check; docs/configuration.md"))
         return out
     unlock = None
+    kc: FileKeychain | None = None
     try:
         unlock = Unlock.from_env()
         if unlock is None:
@@ -97,7 +101,7 @@ def run_checks(home: Path) -> list[Check]:
                 )
             )
         else:
-            FileKeychain.open(home / "keychain.json", unlock, crypto.SystemEntropy())
+            kc = FileKeychain.open(home / "keychain.json", unlock, crypto.SystemEntropy())
             out.append(Check("keychain", "ok", "opens with the key the environment gives"))
     except GamlError as e:
         out.append(Check("keychain", "fail", str(e), "the passphrase or key this home was made with"))
@@ -142,7 +146,8 @@ def run_checks(home: Path) -> list[Check]:
             out.append(
                 Check("index", "warn", f"{rebuilt} index snapshots were rebuilt at open (a crash, or a damaged file)")
             )
-    out += _replication_checks(home, unlock, running=client is not None)
+    if client is not None and kc is not None:
+        out += _replication_checks(home, kc)
     free = shutil.disk_usage(home).free
     if free < FREE_BYTES_MIN:
         out.append(Check("disk", "warn", f"{free >> 20} MiB free where the home is", "free some space"))
@@ -151,16 +156,12 @@ def run_checks(home: Path) -> list[Check]:
     return out
 
 
-def _replication_checks(home: Path, unlock: Any, *, running: bool) -> list[Check]:
+def _replication_checks(home: Path, kc: FileKeychain) -> list[Check]:
+    """Peers per boundary, from the running daemon's replication status (sealed with a key of ``kc``)."""
     from gaml.node.serve.daemon import replication_path
     from gaml.node.serve.replicator import read_status
-    from gaml.node.shells.file_keychain import FileKeychain
-    from gaml.policy import crypto
 
-    if not running or unlock is None:
-        return []
     try:
-        kc = FileKeychain.open(home / "keychain.json", unlock, crypto.SystemEntropy())
         st = read_status(replication_path(home), kc)
     except FileNotFoundError:
         return [Check("peers", "ok", "this daemon does not replicate (in no boundary)")]

@@ -32,6 +32,7 @@ from gaml.node.home import (
     read_config,
 )
 from gaml.node.local import LocalMemory
+from gaml.node.shells.files import bytes_under
 from gaml.policy.errors import (
     GamlError,
     InvalidAsset,
@@ -450,7 +451,7 @@ def cmd_stats(args: argparse.Namespace) -> None:
     """The node's status, the same fields whether its daemon answers or the store does, and the home's size."""
     with _memory(args, args.as_) as mem:
         out = mem.status().to_json()
-    out["bytes_on_disk"] = _bytes_under(args.home)
+    out["bytes_on_disk"] = bytes_under(args.home)
     if args.json:
         print(json.dumps(out, indent=2))
         return
@@ -462,17 +463,6 @@ def cmd_stats(args: argparse.Namespace) -> None:
             f"{'partition':>16}: {name}  indexed={part['indexed']} pending={part['pending']} "
             f"embedder={part['embedder']}"
         )
-
-
-def _bytes_under(home: Path) -> int:
-    """The size of the files under ``home``; one that vanishes while it is counted (a daemon compacting, a snapshot
-    replaced) counts nothing."""
-    total = 0
-    for p in home.rglob("*"):
-        with contextlib.suppress(FileNotFoundError):
-            if p.is_file():
-                total += p.stat().st_size
-    return total
 
 
 def _ingest_paths(paths: Sequence[str], warned: set[Path] | None = None) -> list[Path]:

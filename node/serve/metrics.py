@@ -24,7 +24,6 @@ loopback by default.
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,23 +34,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from gaml.node.shells.files import bytes_under
+
 CORE_WAIT_S: Final = 5.0
 RPC_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 RATIO_BUCKETS: Final = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)
 
 Gauges = dict[str, Any]
-
-
-def dir_bytes(path: Path) -> int:
-    """The bytes of the regular files under ``path`` (0 if it is gone)."""
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                continue  # compaction removed it meanwhile
-    return total
 
 
 class _Gauges(Collector):
@@ -66,7 +55,7 @@ class _Gauges(Collector):
         yield GaugeMetricFamily("gaml_uptime_seconds", "seconds since the daemon started", value=m.uptime())
         size = GaugeMetricFamily("gaml_store_bytes", "bytes on disk (sealed)", labels=["part"])
         for part in ("db", "index"):
-            size.add_metric([part], dir_bytes(m.home / part))
+            size.add_metric([part], bytes_under(m.home / part))
         yield size
         try:
             g = m.read_core().result(timeout=CORE_WAIT_S)
@@ -161,4 +150,4 @@ class Metrics:
             self._thread.join(5)
 
 
-__all__ = ["Metrics", "dir_bytes"]
+__all__ = ["Metrics"]

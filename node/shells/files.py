@@ -4,6 +4,7 @@ checks that keep a node's home private (no symlink written through, no directory
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,17 @@ from gaml.policy.errors import DecryptionFailed, StoreCorrupt, UnsafeFile
 SEALED_FORMAT: Final = "gaml-sealed-1"
 
 _NAME = re.compile(r"^[0-9A-Za-z_.-]+$")
+
+
+def bytes_under(root: Path) -> int:
+    """The size of the files under ``root`` (0 if it is gone); one that vanishes while it is counted (a daemon
+    compacting, a snapshot replaced) counts nothing."""
+    total = 0
+    for p in root.rglob("*"):
+        with contextlib.suppress(FileNotFoundError):
+            if p.is_file():
+                total += p.stat().st_size
+    return total
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -36,7 +36,7 @@ from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.policy import crypto
 from gaml.simulations.lan import Lan, lan_unavailable
 from tests.node.daemon_util import ROOT
-from tests.node.p2p_util import Daemon, Fleet, Peer, files_containing, get_or_none
+from tests.node.p2p_util import Daemon, Fleet, Peer, _collect, files_containing, get_or_none
 from tests.node.test_replication import words
 
 COMPOSE: Final = ROOT / "deploy" / "compose.yaml"
@@ -181,15 +181,6 @@ class Subnet:
         if self.proxy is not None:
             self.proxy.send_signal(signal.SIGKILL)
             self.proxy.wait(30)
-
-
-def _collect(stream: Any, log: list[dict[str, Any]]) -> None:
-    for line in stream:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            entry = {"raw": line.rstrip()}
-        log.append(entry if isinstance(entry, dict) else {"raw": entry})
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from gaml.policy.errors import InvalidInput
 from gaml.simulations.lan import Lan, lan_unavailable
 from tests.node.daemon_util import ROOT
 from tests.node.p2p_util import Fleet, Peer, _env, get_or_none
+from tests.node.test_replica import private
 
 
 def test_a_code_is_sixteen_letters_read_back_whatever_its_case_and_spacing() -> None:
@@ -53,16 +53,6 @@ def gaml_in(lan: Lan, i: int, peer: Peer, *args: str) -> subprocess.Popen[str]:
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     out, err = proc.communicate(timeout=300)
     return proc.returncode, out, err
-
-
-def note(text: str) -> dict[str, Any]:
-    return {
-        "asset_type": "fact",
-        "payload": {"text": text},
-        "owner_id": "alice",
-        "privacy_scope": "user_private",
-        "replication_policy": "trusted_devices",
-    }
 
 
 @pytest.mark.slow  # tens of seconds: `make test-slow`
@@ -97,7 +87,7 @@ def test_two_devices_pair_by_code_find_each_other_by_mdns_and_again_after_an_add
     db = fleet.start(b, principal="alice", listen=None, netns=net.hosts[1])
     fleet.up(da, db)
     with da.client() as ca, db.client() as cb:
-        (first,) = ca.put([note("alice's bike lock code is 2207")])
+        (first,) = ca.put([private("alice's bike lock code is 2207")])
         fleet.wait("B to receive A's note through a peer it found by mDNS", lambda: get_or_none(cb, first))
     assert any(e.get("event") == "mdns_found" for e in db.log), db.tail()
 
@@ -110,7 +100,7 @@ def test_two_devices_pair_by_code_find_each_other_by_mdns_and_again_after_an_add
     db = fleet.start(b, principal="alice", listen=None, netns=net.hosts[1])
     fleet.up(db)
     with da.client() as ca, db.client() as cb:
-        (second,) = ca.put([note("alice's train leaves at 07:42")])
+        (second,) = ca.put([private("alice's train leaves at 07:42")])
         fleet.wait("B, at its new address, to receive A's next note", lambda: get_or_none(cb, second))
     assert any(new_ip in str(e.get("addresses", "")) for e in da.log if e.get("event") == "mdns_found"), da.tail(20)
     for d in (db, da):
