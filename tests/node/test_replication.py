@@ -258,10 +258,27 @@ def test_a_subnet_converges_through_a_relay_that_holds_no_plaintext(
         # record the members write and replicate like any asset, until every member holds the same.
         (slot,) = fleet.wait("s1 to list the runbooks' slot", clients["s1"].conflicts)
         rid = record_asset_id(bytes.fromhex(slot["boundary"]), slot["slot"])
+
+        def settled(seen: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]) -> bool:
+            """The same record everywhere, deciding over every candidate each member weighs, with the winner each
+            member would choose: a record that matches at one moment while a later candidate is still on its way
+            would be rewritten by the founder after the test stopped looking."""
+            record = seen[0][0]
+            if record is None or any(r != record for r, _ in seen):
+                return False
+            decided = record["payload"]["consensus"]
+            named = sorted([*decided["won"], *decided["lost"]])
+            return all(
+                len(view) == 1
+                and sorted(c["id"] for c in view[0]["candidates"]) == named
+                and view[0]["winner"] == decided["winner"]
+                for _, view in seen
+            )
+
         fleet.wait(
-            "every member to hold the same consensus record",
-            lambda: [shared(get_or_none(c, rid)) for c in clients.values()],
-            lambda seen: seen[0] is not None and all(x == seen[0] for x in seen),
+            "every member to hold the same consensus record, over every candidate",
+            lambda: [(shared(get_or_none(c, rid)), c.conflicts(slot=slot["slot"])) for c in clients.values()],
+            settled,
         )
         ids.append(rid)
     finally:
