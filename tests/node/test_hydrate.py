@@ -795,3 +795,17 @@ def test_a_turn_said_by_the_person_the_goal_names_ranks_first() -> None:
     h = hydrate(node, "What does Caroline love painting?", 400)
     first = max(h.receipt["facts"], key=lambda f: f["score"])
     assert node.store.get(first["unit"]).payload["speaker"] == "Caroline"
+
+
+def test_a_turn_that_only_asks_ranks_below_one_that_states() -> None:
+    """A turn that states and the turn after it that only asks, with the goal's words in both: the statement is
+    seeded first, though the question gains from the turn before it; it states nothing a frame could answer with."""
+    node = conversation_node(
+        [
+            ("Caroline", "We went camping by the lake last weekend."),
+            ("Melanie", "Wow, camping by the lake? Did you go with the kids?"),
+        ]
+    )
+    h = hydrate(node, "camping by the lake", 400)
+    ranked = sorted(h.receipt["facts"], key=lambda f: -f["score"])
+    assert [node.store.get(f["unit"]).payload["speaker"] for f in ranked[:2]] == ["Caroline", "Melanie"]

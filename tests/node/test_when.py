@@ -3,6 +3,8 @@ and shown by hydration when the goal is about time."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gaml.node.core.hydrate import HydrationRequest, Hydrator
@@ -107,3 +109,56 @@ def test_crafted_and_ambiguous_texts_stay_cheap_and_unresolved() -> None:
     crafted = "see you on Fri and " * 20_000
     assert when.resolve(crafted, MONDAY) == []
     assert when.resolve("tomorrow", 253_402_300_799_000_000) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "period"),
+    [
+        ("When did Melanie go camping in June?", when.Period(6)),
+        ("when did she go camping in june", when.Period(6)),
+        ("What setback did Melanie face in October 2023?", when.Period(10, 2023)),
+        ("What did she show on October 13, 2023?", when.Period(10, 2023, 13)),
+        ("the talk on 3rd of September", when.Period(9, 0, 3)),
+        ("In May she moved", when.Period(5)),
+        ("In March and in August", when.Period(3)),
+        ("what may she do if they march on an august day", None),
+        ("nothing dated here, 2023 aside", None),
+        ("on 45 July", when.Period(7)),  # no such day: the month only
+    ],
+)
+def test_the_month_a_goal_names(text: str, period: when.Period | None) -> None:
+    """A calendar month by name, its day and year when named; "may", "march" and "august" count only capitalised."""
+    assert when.named_period(text) == period
+
+
+def test_a_period_holds_the_moments_inside_it() -> None:
+    june_27 = locomo_time_us("10:37 am on 27 June, 2023")
+    assert when.Period(6).holds(june_27) and when.Period(6, 2023).holds(june_27)
+    assert when.Period(6, 2023, 27).holds(june_27)
+    assert not when.Period(6, 2022).holds(june_27) and not when.Period(6, 2023, 28).holds(june_27)
+    assert not when.Period(7).holds(june_27) and not when.Period(6).holds(0)
+
+
+def test_a_goal_naming_a_month_favours_what_was_said_in_it() -> None:
+    """The same turn in two sessions, in May and in June: a goal naming June seeds June's first, one naming May
+    May's (the month decides, not the order or the ids)."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    same = "We went camping by the lake with the kids."
+    conversation = {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Melanie", "dia_id": "D1:1", "text": same}],
+        "session_2_date_time": "10:37 am on 27 June, 2023",
+        "session_2": [{"speaker": "Melanie", "dia_id": "D2:1", "text": same}],
+    }
+    sample = {"sample_id": "conv-months", "conversation": conversation, "qa": []}
+    Ingestor(node, Rules.load_default()).ingest(
+        parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW
+    )
+    hydrator = Hydrator(node)
+    for month, dia in (("June", "D2:1"), ("May", "D1:1")):
+        h = hydrator.hydrate(HydrationRequest(f"When did Melanie go camping in {month}?", "alice", NOW + 1, 400))
+        first = max(h.receipt["facts"], key=lambda f: f["score"])
+        assert node.store.get(first["unit"]).payload["dia_id"] == dia, month

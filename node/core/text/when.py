@@ -25,6 +25,7 @@ stays as it was said.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -237,4 +238,42 @@ def annotate(text: str, resolved: Sequence[tuple[str, str]]) -> str:
     return "".join(out) + text[at:]
 
 
-__all__ = ["MONTHS", "WEEKDAYS", "annotate", "resolve", "spoken"]
+@dataclasses.dataclass(frozen=True)
+class Period:
+    """A calendar month a text names (``in June``, ``October 13, 2023``), with its year and day when named."""
+
+    month: int  # 1-12
+    year: int = 0  # 0: any year
+    day: int = 0  # 0: any day
+
+    def holds(self, at: int) -> bool:
+        """Whether ``at`` (microseconds since the epoch, UTC) falls in the period."""
+        if at <= 0 or at > MAX_TIME_US:
+            return False
+        d = datetime.fromtimestamp(at / 1e6, tz=UTC).date()
+        return d.month == self.month and self.year in (0, d.year) and self.day in (0, d.day)
+
+
+# A month by name (lower-case too, but "May", "March" and "August" only capitalised: they are words too), with a day
+# before or after it and a year after it when given: "in June", "October 13, 2023", "13 October 2023", "July 2023".
+_WORDS_TOO: Final = ("May", "March", "August")
+_PERIOD_RE: Final = re.compile(
+    r"(?:\b(?P<day1>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
+    r"\b(?P<month>(?i:" + "|".join(m for m in MONTHS if m not in _WORDS_TOO) + r")|" + "|".join(_WORDS_TOO) + r")\b"
+    r"(?:\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?\b)?"
+    r"(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?"
+)
+
+
+def named_period(text: str) -> Period | None:
+    """The first calendar month ``text`` names, with its day and year when it names them; None when it names none.
+    Used by hydration to favour what was said in the month a goal asks about ("camping in June")."""
+    m = _PERIOD_RE.search(text[:2000])
+    if m is None:
+        return None
+    month = next(n for n, name in enumerate(MONTHS, 1) if name.lower() == m.group("month").lower())
+    day = int(m.group("day1") or m.group("day2") or 0)
+    return Period(month, int(m.group("year") or 0), day if 1 <= day <= 31 else 0)
+
+
+__all__ = ["MONTHS", "WEEKDAYS", "Period", "annotate", "named_period", "resolve", "spoken"]
