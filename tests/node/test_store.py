@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from gaml.node.core.node import Node
+from gaml.node.core.store import lexical
+from gaml.node.core.store import store as store_mod
 from gaml.node.core.store.kv import MemoryKV, Put
 from gaml.node.core.store.store import Records
 from gaml.node.core.store.views import View
@@ -648,3 +650,58 @@ def test_stats_count_live_assets_and_tombstones_without_opening_records(world: W
     node = world.open_node()
     s = node.store.stats()
     assert (s.assets, s.tombstones) == opened()
+
+
+class FailingCommitKV(MemoryKV):
+    """A MemoryKV whose commits fail after ``allowed`` more of them (a crash in the middle of a long open)."""
+
+    def __init__(self, base: MemoryKV, allowed: int) -> None:
+        super().__init__()
+        self._data, self._keys = base._data, base._keys  # the same data through another handle (MemoryKV.reopened)
+        self.allowed = allowed
+
+    def commit(self, ops: Any, *, sync: bool = True) -> None:
+        if self.allowed == 0:
+            raise OSError("injected: the disk went away")
+        self.allowed -= 1
+        super().commit(ops, sync=sync)
+
+
+def test_postings_of_another_analyzer_are_made_again_on_open_even_after_an_interrupted_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store whose postings an earlier analyzer made (the plural stemmer only; no analyzer named) is re-analysed
+    when it opens: every live asset's postings made again, the statistics a recount of them, another form of a word
+    found; a run that fails half-way leaves the store to be re-analysed whole on the next open, and once done it is
+    not done again."""
+    w = memory_world()
+    monkeypatch.setattr(lexical, "_stem", lexical._plural)
+    node = w.open_node()
+    ids = node.put(
+        [fact(f"note {i}: alice was painting walls {'and hiking' if i % 3 == 0 else ''}") for i in range(9)], NOW
+    )
+    node.delete(ids[3], NOW + 1)
+    node.close()
+    assert isinstance(w.kv, MemoryKV)
+    base = w.kv.reopened()
+    base.commit([store_mod.Delete("meta", store_mod.ANALYZER_KEY)])  # as a store of an earlier GAML: none named
+    monkeypatch.undo()
+    monkeypatch.setattr(store_mod, "REANALYZE_BATCH", 2)
+    w.make_kv = lambda: FailingCommitKV(base, allowed=2)  # the deletes, one batch: then the disk fails
+    with pytest.raises(OSError, match="injected"):
+        w.open_node()
+    assert base.reopened().load("meta", store_mod.ANALYZER_KEY) is None
+    w.make_kv = lambda: base.reopened()
+    node = w.open_node()
+    assert node.store.rebuilt_indexes >= 1
+    assert base.reopened().load("meta", store_mod.ANALYZER_KEY) == lexical.ANALYZER.encode()
+    pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    live = [i for n, i in enumerate(ids) if n != 3]
+    assert {i for i, _ in node.store.lexical.search(pid, "painted", 100)} == set(live)
+    assert {i for i, _ in node.store.lexical.search(pid, "hikes", 100)} == {ids[0], ids[6]}
+    count, total = node.store.lexical.stats(pid)
+    assert count == len(live) and total == sum(len(lexical.tokenize(node.store.get(i).text())) for i in live)
+    node.close()
+    node = w.open_node()
+    assert node.store.rebuilt_indexes == 0
+    node.close()

@@ -66,6 +66,11 @@ def test_a_home_of_the_previous_format_is_upgraded_on_first_open_and_answers_as_
     assert json.loads(out)[0]["text"] == NOTES[0]
     code, out, _ = run_cli(capsys, "--home", str(old_home), "config", "show")
     assert json.loads(out)["p2p"] == {"mdns": True}
+    # Its lexical postings were made with the earlier analyzer (plural stemming only) and were made again with this
+    # one: another form of a word finds the note by its words alone.
+    code, out, err = run_cli(capsys, "--home", str(old_home), "search", "moving", "--mode", "lexical", "--json")
+    assert code == 0, err
+    assert [r["text"] for r in json.loads(out)] == [NOTES[1]]
 
 
 def test_an_invalid_old_config_is_refused_and_left_as_it_is(old_home: Path, capsys: pytest.CaptureFixture[str]) -> None:

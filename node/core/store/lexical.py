@@ -7,11 +7,15 @@ Tokens (:func:`tokenize`)
     NFKC-normalised, case-folded text; the typographic apostrophe (U+2019) becomes ``'``. Tokens are runs of
     ``[\\w']`` (Unicode letters, digits and ``_``, with inner apostrophes: ``o'clock``), with surrounding apostrophes
     and a possessive ``'s`` stripped. Dropped: tokens longer than :data:`TOKEN_CHARS_MAX` (64) characters and the
-    :data:`STOPWORDS` (Lucene's classic 33-word English stop set). Numbers are kept. Tokens of four or more
-    characters then go through a minimal plural stemmer (Harman's "S" stemmer, as Lucene's ``EnglishMinimalStemmer``
-    applies it): ``-ies`` becomes ``-y`` unless preceded by ``a`` or ``e`` (``queries`` → ``query``); ``-es`` after
-    ``a``, ``e``, ``i`` or ``o`` is kept (``trees``, ``goes``); a final ``s`` is otherwise removed unless the word
-    ends in ``ss`` or ``us`` (``cats`` → ``cat``, ``horses`` → ``horse``, ``class`` and ``status`` unchanged).
+    :data:`STOPWORDS` (Lucene's classic 33-word English stop set). Numbers are kept. A token of ASCII letters only
+    then goes through the Snowball English (Porter 2) stemmer (PyStemmer): ``painting``, ``painted`` and ``paints``
+    are ``paint``, ``hiking`` and ``hike`` are ``hike``, so a goal finds a turn that says the word in another form
+    (on LoCoMo dev: evidence held 0.692 → 0.702 at 500 tokens, 0.858 → 0.873 at 2,000, against the plural stemmer
+    alone). Any other token of four or more characters goes through a minimal plural stemmer (Harman's "S" stemmer,
+    as Lucene's ``EnglishMinimalStemmer`` applies it): ``-ies`` becomes ``-y`` unless preceded by ``a`` or ``e``;
+    ``-es`` after ``a``, ``e``, ``i`` or ``o`` is kept; a final ``s`` is otherwise removed unless the word ends in
+    ``ss`` or ``us``. The analyzer is named (:data:`ANALYZER`): the store keeps the name its postings were made with
+    and re-analyses every partition when it opens a store made with another (``Store.open``).
 
 Layout (space ``index``; the store uses other first bytes there: ``y s o n e g m t T``)
 
@@ -75,9 +79,11 @@ before the index existed need a backfill (``doc_ops(pid, sid, text, None)`` for 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
@@ -85,6 +91,7 @@ from collections.abc import Set as AbstractSet
 from typing import Final
 
 import numpy as np
+import Stemmer
 
 from gaml.node.core.store.kv import KV, Delete, Op, Put, prefix_end
 from gaml.policy.errors import StoreCorrupt
@@ -97,7 +104,9 @@ POSTING: Final = struct.Struct(">II")  # term frequency, document length
 STATS: Final = struct.Struct(">QQ")  # document count, total length
 POSTING_KEY_BYTES: Final = len(POSTING_PREFIX) + 3 * ID_BYTES
 UINT32_MAX: Final = 2**32 - 1
-SNAPSHOT_MAGIC: Final = b"LX1"
+# The analyzer (tokens, stopwords, stemmer) the postings are made with; a store made with another is re-analysed.
+ANALYZER: Final = "gaml-lexical-2"  # 1: the plural stemmer only; 2: Snowball English for ASCII words
+SNAPSHOT_MAGIC: Final = b"LX2"  # 2: postings of ANALYZER 2 (a snapshot of another is not loaded: read from disk)
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -113,7 +122,21 @@ STOPWORDS: Final = frozenset(
 _TOKEN_RE: Final = re.compile(r"[\w']+")
 
 
+_SNOWBALL: Final = Stemmer.Stemmer("english", 0)  # no cache of its own: _stem's is bounded
+_SNOWBALL_LOCK: Final = threading.Lock()  # a Stemmer is not thread-safe (the daemon searches from several threads)
+_ASCII_WORD_RE: Final = re.compile(r"[a-z]+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(token: str) -> str:
+    """Snowball English for a token of ASCII letters (:data:`ANALYZER`), else the plural stemmer (:func:`_plural`)."""
+    if _ASCII_WORD_RE.fullmatch(token) is not None:
+        with _SNOWBALL_LOCK:
+            return str(_SNOWBALL.stemWord(token))
+    return _plural(token)
+
+
+def _plural(token: str) -> str:
     """Harman's S stemmer (Lucene's ``EnglishMinimalStemmer``), for tokens of four or more characters."""
     n = len(token)
     if n <= 3 or token[-1] != "s":
@@ -548,6 +571,20 @@ class LexicalIndex:
         """Drop the partition's postings in memory (read again from disk on first use)."""
         self._memory.pop(pid, None)
         self._sealed.pop(pid, None)
+
+    def clear_ops(self, pid: bytes) -> list[Op]:
+        """The ops that delete every posting and the statistics of partition ``pid`` (the store re-analyses a
+        partition with them: commit them, then add each document again with :meth:`doc_ops`); the partition is
+        forgotten in memory and its statistics taken as empty from now on."""
+        _check_id(pid, "partition id")
+        if self._staged or self._staged_docs:
+            raise RuntimeError("a partition is cleared between commits, not with ops staged")
+        prefix = POSTING_PREFIX + pid
+        ops: list[Op] = [Delete(SPACE, key) for key, _ in self._kv.load_range(SPACE, prefix, prefix_end(prefix))]
+        ops.append(Delete(SPACE, STATS_PREFIX + pid))
+        self.forget(pid)
+        self._committed[pid] = (0, 0)
+        return ops
 
     def search(
         self, pid: bytes, query: str, k: int, allowed: AbstractSet[str] | None = None

@@ -37,7 +37,7 @@ import numpy as np
 
 from gaml.node.core.store.blobs import BlobStore
 from gaml.node.core.store.kv import KV, Delete, Op, Put, pack, prefix_end
-from gaml.node.core.store.lexical import LexicalIndex
+from gaml.node.core.store.lexical import ANALYZER, LexicalIndex
 from gaml.node.core.store.vectors import IndexFactory, VectorIndex, top_k
 from gaml.node.core.store.views import PartitionViews, View
 from gaml.policy import crypto
@@ -82,6 +82,8 @@ INDEX_FIELDS: Final[dict[str, bytes]] = {
 }
 TIME_FIELD: Final = b"T"
 LOCAL_LOG: Final = b"local/"  # local/ sid -> n: the last local commit that changed the record's heat or tier …
+ANALYZER_KEY: Final = b"analyzer"  # the lexical analyzer the postings were made with (:meth:`Store._reanalyze`)
+REANALYZE_BATCH: Final = 2000  # assets per commit when a store's postings are made again
 LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
 MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
@@ -225,6 +227,7 @@ class Store:
         self.local_writes = 0  # commits of local state (update_local), logged in LOCAL_LOG until a checkpoint
         self.rebuilt_indexes = 0
         self.replayed_events = 0
+        self._reanalyzed: set[bytes] = set()  # partitions whose postings were made again when the store opened
 
     # -- opening ---------------------------------------------------------------------------------------------------
 
@@ -242,6 +245,7 @@ class Store:
         store = cls(kv, blobs, keychain, identity, index_factory, entropy, **kw)
         store._check_canary()
         store._load_partitions()
+        store._reanalyze()
         last = next(kv.load_range("journal", reverse=True, limit=1), None)
         store.seq = struct.unpack(">Q", last[0])[0] if last else 0
         local = kv.load("meta", LOCAL_SEQ)
@@ -264,6 +268,7 @@ class Store:
                 [
                     Put("meta", b"canary", self.seal_meta(b"canary", CANARY)),
                     Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
+                    Put("meta", ANALYZER_KEY, ANALYZER.encode()),
                 ]
             )
             return
@@ -288,6 +293,45 @@ class Store:
                 part, pkey, self.index_factory.new(part.dim), {}, 0, views=PartitionViews(self._digest_key)
             )
             self._by_name[part.ref.name] = part.pid
+
+    def _reanalyze(self) -> None:
+        """Make every partition's postings again from its records when the store was made with another lexical
+        analyzer than this GAML's (:data:`node.core.store.lexical.ANALYZER`; a store of an earlier GAML has none
+        named): the postings are deleted and each live asset's text added again, a batch of
+        :data:`REANALYZE_BATCH` per commit; the analyzer's name is written last, so an interrupted run starts again
+        on the next open. Counted in ``rebuilt_indexes`` (one per partition)."""
+        if self.kv.load("meta", ANALYZER_KEY) == ANALYZER.encode():
+            return
+        for pid in sorted(self._live):
+            self.kv.commit(self.lexical.clear_ops(pid))
+            ops: list[Op] = []
+            n = 0
+            prefix = MEMBER_FIELD + pid
+            for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
+                sid = key[len(prefix) :]
+                blob = self.kv.load("assets", sid)
+                if blob is None:
+                    continue
+                asset = self._open_record(sid, blob)
+                if asset.tombstone or self.pid_of(partition_of(asset)) != pid:
+                    continue
+                ops.extend(self.lexical.doc_ops(pid, sid, asset.text(), None))
+                n += 1
+                if n % REANALYZE_BATCH == 0:
+                    self._commit_lexical(ops)
+                    ops = []
+            self._commit_lexical(ops)
+            self._reanalyzed.add(pid)
+            self.rebuilt_indexes += 1
+        self.kv.commit([Put("meta", ANALYZER_KEY, ANALYZER.encode())])
+
+    def _commit_lexical(self, ops: list[Op]) -> None:
+        try:
+            self.kv.commit(ops)
+        except BaseException:
+            self.lexical.discard_staged()
+            raise
+        self.lexical.commit_staged()
 
     def _snapshot_name(self, pid: bytes) -> str:
         return f"index-{pid.hex()}.snap"
@@ -330,7 +374,12 @@ class Store:
                 return False
             lexical = body[16 + vl : 16 + vl + ll]
             live.index = self.index_factory.load(body[16 + vl + ll :])
-            self.lexical.load(pid, lexical)
+            try:
+                if pid in self._reanalyzed:  # the snapshot's postings are the earlier analyzer's
+                    raise ValueError("postings made again since")
+                self.lexical.load(pid, lexical)
+            except ValueError:  # postings of another analyzer (or not postings): read from disk, the truth
+                self.lexical.forget(pid)
             live.views = views
             live.covered_seq = seq
             live.covered_local = int(head["local"])
