@@ -38,6 +38,7 @@ from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.memory.tiers import TierPolicy
 from gaml.node.core.node import Node
 from gaml.node.core.service import Limit, Limits
+from gaml.node.core.store.lexical import ANALYZER
 from gaml.node.core.store.store import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from gaml.node.core.store.vectors import AdaptiveFactory
 from gaml.node.core.text.privacy import Rules
@@ -572,6 +573,11 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
     except BaseException:
         kv.close()
         raise
+    if store.reanalyzed_assets:
+        log.warning(
+            "lexical_reanalysed",
+            extra={"fields": {"home": str(home), "assets": store.reanalyzed_assets, "analyzer": ANALYZER}},
+        )
     return Node(store, emb)
 
 

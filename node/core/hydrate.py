@@ -1352,18 +1352,22 @@ _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9']+")
 
 def _says_nothing(text: str) -> bool:
     """A turn with no word but fillers, stopwords and capitalised words (names): "Hey Caroline!", "Wow, cool!"."""
-    return _content_count(text) == 0
+    return _content_count(text, 1) == 0
 
 
-def _content_count(text: str) -> int:
-    """How many words of ``text`` are neither fillers, stopwords nor capitalised (names): see :func:`_says_nothing`."""
+def _content_count(text: str, enough: int) -> int:
+    """How many words of ``text`` are neither fillers, stopwords nor capitalised (names), counted up to ``enough``
+    (what the caller needs to know: the count stops there)."""
     n = 0
-    for w in _TOKEN_RE.findall(text):
+    for m in _TOKEN_RE.finditer(text):
+        w = m.group()
         low = w.lower().strip("'")
         if w[0].isupper() or not low or low in FILLERS or low in extract.STOPWORDS:
             continue
         if _WORD_RE.fullmatch(low) is not None:  # not with an apostrophe inside: "that's", "I'm"
             n += 1
+            if n == enough:
+                break
     return n
 
 
@@ -1372,7 +1376,7 @@ def _only_asks(text: str) -> bool:
     of content ("Wow, that looks amazing! What inspired it?")."""
     if "?" not in text:
         return False
-    return all(s.endswith("?") or _content_count(s) < STATES_FROM for s in extract.sentences(text))
+    return all(s.endswith("?") or _content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
 
 
 def _content_words(text: str) -> frozenset[str]:

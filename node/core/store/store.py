@@ -228,6 +228,7 @@ class Store:
         self.rebuilt_indexes = 0
         self.replayed_events = 0
         self._reanalyzed: set[bytes] = set()  # partitions whose postings were made again when the store opened
+        self.reanalyzed_assets = 0  # … and the assets whose postings were
 
     # -- opening ---------------------------------------------------------------------------------------------------
 
@@ -317,6 +318,7 @@ class Store:
                     continue
                 ops.extend(self.lexical.doc_ops(pid, sid, asset.text(), None))
                 n += 1
+                self.reanalyzed_assets += 1
                 if n % REANALYZE_BATCH == 0:
                     self._commit_lexical(ops)
                     ops = []
