@@ -574,9 +574,11 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
         kv.close()
         raise
     if store.reanalyzed_assets:
+        n = store.reanalyzed_assets
+        note = f"the word index of {home} was made again for this GAML's analyzer ({ANALYZER}): {n} assets"
         log.warning(
             "lexical_reanalysed",
-            extra={"fields": {"home": str(home), "assets": store.reanalyzed_assets, "analyzer": ANALYZER}},
+            extra={"fields": {"note": note, "home": str(home), "assets": n, "analyzer": ANALYZER}},
         )
     return Node(store, emb)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import logging
 import math
 import os
 import sys
@@ -540,9 +541,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Notes(logging.Handler):
+    """What the node logs while a command runs, said as the command's notes (``gaml run`` logs JSON lines instead)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = getattr(record, "fields", {})
+        note = fields.get("note") if isinstance(fields, dict) else None
+        print(f"gaml: note: {note}" if note else f"gaml: {record.getMessage()} {fields}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     args.home = (args.home or default_home()).expanduser()
+    notes = _Notes(logging.WARNING)
+    logging.getLogger("gaml.daemon").addHandler(notes)  # for this command only (gaml run sets its own)
+    try:
+        _dispatch(args)
+    finally:
+        logging.getLogger("gaml.daemon").removeHandler(notes)
+
+
+def _dispatch(args: argparse.Namespace) -> None:
     try:
         if args.func not in (cmd_init, cmd_restore) and args.home.is_dir():
             note = upgrade_home(args.home)  # an older home, first opened by this release

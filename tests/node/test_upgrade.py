@@ -51,6 +51,7 @@ def test_a_home_of_the_previous_format_is_upgraded_on_first_open_and_answers_as_
     code, out, err = run_cli(capsys, "--home", str(old_home), "list", "--json")
     assert code == 0, err
     assert "upgraded the home" in err and "from format 1 to 2" in err
+    assert "word index" in err and "made again" in err and "gaml-lexical-2" in err, err  # (below)
     listed = [json.loads(line) for line in out.splitlines()]
     assert sorted(a["payload"]["text"] for a in listed if a["asset_type"] == "event") == sorted(NOTES)
     # The settings moved, the same; the old file is kept as it was (the upgrade's backup).
