@@ -687,13 +687,17 @@ def test_postings_of_another_analyzer_are_made_again_on_open_even_after_an_inter
     base.commit([store_mod.Delete("meta", store_mod.ANALYZER_KEY)])  # as a store of an earlier GAML: none named
     monkeypatch.undo()
     monkeypatch.setattr(store_mod, "REANALYZE_BATCH", 2)
-    w.make_kv = lambda: FailingCommitKV(base, allowed=2)  # the deletes, one batch: then the disk fails
+    monkeypatch.setattr(store_mod, "REANALYZE_DELETES", 10)
+    postings = sum(1 for _ in base.load_range("index", b"L", b"M"))
+    assert postings > 20
+    lists = postings // 10 + 1  # the last one with the statistics
+    w.make_kv = lambda: FailingCommitKV(base, allowed=lists + 1)  # the deletes, one batch: then the disk fails
     with pytest.raises(OSError, match="injected"):
         w.open_node()
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) is None
     w.make_kv = lambda: base.reopened()
     node = w.open_node()
-    assert node.store.rebuilt_indexes >= 1
+    assert node.store.reanalyzed_assets == 8 and node.store.rebuilt_indexes == 0  # re-analysed, not damaged
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) == lexical.ANALYZER.encode()
     pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
     live = [i for n, i in enumerate(ids) if n != 3]
@@ -703,5 +707,5 @@ def test_postings_of_another_analyzer_are_made_again_on_open_even_after_an_inter
     assert count == len(live) and total == sum(len(lexical.tokenize(node.store.get(i).text())) for i in live)
     node.close()
     node = w.open_node()
-    assert node.store.rebuilt_indexes == 0
+    assert node.store.reanalyzed_assets == 0
     node.close()

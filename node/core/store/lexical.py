@@ -86,7 +86,7 @@ import struct
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Final
 
@@ -572,19 +572,24 @@ class LexicalIndex:
         self._memory.pop(pid, None)
         self._sealed.pop(pid, None)
 
-    def clear_ops(self, pid: bytes) -> list[Op]:
-        """The ops that delete every posting and the statistics of partition ``pid`` (the store re-analyses a
-        partition with them: commit them, then add each document again with :meth:`doc_ops`); the partition is
-        forgotten in memory and its statistics taken as empty from now on."""
+    def clear_batches(self, pid: bytes, size: int) -> Iterator[list[Op]]:
+        """The ops that delete every posting and then the statistics of partition ``pid``, ``size`` per list (the
+        store re-analyses a partition with them: commit each list, then add each document again with
+        :meth:`doc_ops`); the partition is forgotten in memory and its statistics taken as empty from now on."""
         _check_id(pid, "partition id")
         if self._staged or self._staged_docs:
             raise RuntimeError("a partition is cleared between commits, not with ops staged")
-        prefix = POSTING_PREFIX + pid
-        ops: list[Op] = [Delete(SPACE, key) for key, _ in self._kv.load_range(SPACE, prefix, prefix_end(prefix))]
-        ops.append(Delete(SPACE, STATS_PREFIX + pid))
         self.forget(pid)
         self._committed[pid] = (0, 0)
-        return ops
+        prefix = POSTING_PREFIX + pid
+        batch: list[Op] = []
+        for key, _ in self._kv.load_range(SPACE, prefix, prefix_end(prefix)):
+            batch.append(Delete(SPACE, key))
+            if len(batch) == size:
+                yield batch
+                batch = []
+        batch.append(Delete(SPACE, STATS_PREFIX + pid))
+        yield batch
 
     def search(
         self, pid: bytes, query: str, k: int, allowed: AbstractSet[str] | None = None

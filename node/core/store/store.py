@@ -84,6 +84,7 @@ TIME_FIELD: Final = b"T"
 LOCAL_LOG: Final = b"local/"  # local/ sid -> n: the last local commit that changed the record's heat or tier …
 ANALYZER_KEY: Final = b"analyzer"  # the lexical analyzer the postings were made with (:meth:`Store._reanalyze`)
 REANALYZE_BATCH: Final = 2000  # assets per commit when a store's postings are made again
+REANALYZE_DELETES: Final = 100_000  # … and old postings deleted per commit before that
 LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
 MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
@@ -299,12 +300,14 @@ class Store:
         """Make every partition's postings again from its records when the store was made with another lexical
         analyzer than this GAML's (:data:`node.core.store.lexical.ANALYZER`; a store of an earlier GAML has none
         named): the postings are deleted and each live asset's text added again, a batch of
-        :data:`REANALYZE_BATCH` per commit; the analyzer's name is written last, so an interrupted run starts again
-        on the next open. Counted in ``rebuilt_indexes`` (one per partition)."""
+        :data:`REANALYZE_BATCH` per commit (the old postings :data:`REANALYZE_DELETES` per commit before); the
+        analyzer's name is written last, so an interrupted run starts again on the next open. Counted in
+        ``reanalyzed_assets`` (not in ``rebuilt_indexes``, which reports damage or a crash)."""
         if self.kv.load("meta", ANALYZER_KEY) == ANALYZER.encode():
             return
         for pid in sorted(self._live):
-            self.kv.commit(self.lexical.clear_ops(pid))
+            for batch in self.lexical.clear_batches(pid, REANALYZE_DELETES):
+                self.kv.commit(batch)
             ops: list[Op] = []
             n = 0
             prefix = MEMBER_FIELD + pid
@@ -324,7 +327,6 @@ class Store:
                     ops = []
             self._commit_lexical(ops)
             self._reanalyzed.add(pid)
-            self.rebuilt_indexes += 1
         self.kv.commit([Put("meta", ANALYZER_KEY, ANALYZER.encode())])
 
     def _commit_lexical(self, ops: list[Op]) -> None:
