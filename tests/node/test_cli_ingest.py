@@ -778,6 +778,7 @@ def test_list_and_export_show_your_own_memory(home: Path, capsys: pytest.Capture
     assert code == 0 and out.startswith("(no memory of yours")
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_commands_on_one_home_without_a_daemon_take_turns(home: Path) -> None:
     """Three `gaml add` started at once on a home no daemon serves all succeed (each waits its turn for the store),
     and all three notes are kept; a command that waits past GAML_LOCK_WAIT_S says the home is in use (exit 3)."""

@@ -78,6 +78,7 @@ def forged_messages() -> list[bytes]:
     return [not_its_own, tampered, b"GS1\n\x00\x01garbage"]
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_public_memory_is_gossiped_through_a_relay_and_a_forger_is_shut_out(fleet: Fleet) -> None:
     (word,) = words(23, 1)
     (a, b, c), (da, db, dc) = swarm_line(fleet, rendezvous=False)  # a line: A and C must not hear of each other

@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.node.daemon_util import ROOT
 
 
@@ -74,6 +76,7 @@ def _steady(text: str) -> str:
     return re.sub(r"r_[0-9a-f]{20}", "r_…", text)
 
 
+@pytest.mark.slow  # tens of seconds: `make test-slow` (make test keeps under 15 minutes)
 def test_the_quickstart_works_with_and_without_a_daemon_and_says_the_same(tmp_path: Path) -> None:
     home = tmp_path / "gaml"
     init = json.loads(gaml(home, "init").stdout)
