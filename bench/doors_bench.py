@@ -65,9 +65,14 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def gaml(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def gaml(home: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``gaml ARGV`` on ``home`` (``env``: the environment, by default one that unlocks with :data:`PASS`)."""
     r = subprocess.run(
-        [sys.executable, "-m", "gaml.node.cli", *argv], capture_output=True, text=True, env=_env(home), check=False
+        [sys.executable, "-m", "gaml.node.cli", *argv],
+        capture_output=True,
+        text=True,
+        env=_env(home) if env is None else env,
+        check=False,
     )
     if r.returncode != 0:
         raise RuntimeError(f"gaml {' '.join(argv)}: {r.stderr}")
@@ -75,14 +80,17 @@ def gaml(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextlib.contextmanager
-def serving(home: Path, *argv: str, ready: str = "") -> Iterator[dict[str, Any]]:
-    """``gaml ARGV`` in the background; for ``run``, once it logs that it serves; else its first JSON line."""
+def serving(
+    home: Path, *argv: str, ready: str = "", env: dict[str, str] | None = None, stop_s: float = 60
+) -> Iterator[dict[str, Any]]:
+    """``gaml ARGV`` in the background; with ``ready``, once it logs that event (its log then drained, so a chatty
+    daemon never blocks on a full pipe); else its first JSON line. Stopped with SIGTERM, waited for ``stop_s``."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "gaml.node.cli", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(home),
+        env=_env(home) if env is None else env,
     )
     assert proc.stdout is not None and proc.stderr is not None
     info: dict[str, Any] = {}
@@ -93,13 +101,15 @@ def serving(home: Path, *argv: str, ready: str = "") -> Iterator[dict[str, Any]]
                     break
         else:
             raise RuntimeError(f"gaml {' '.join(argv)} exited before serving")
+        for pipe in (proc.stdout, proc.stderr):
+            threading.Thread(target=pipe.read, daemon=True).start()
     else:
         info = json.loads(proc.stdout.readline())
     try:
         yield info
     finally:
         proc.terminate()
-        proc.wait(60)
+        proc.wait(stop_s)
 
 
 class Upstream:

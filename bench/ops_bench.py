@@ -28,7 +28,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -37,8 +36,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from gaml.bench.doors_bench import gaml as doors_gaml
+from gaml.bench.doors_bench import serving, timed
 from gaml.bench.doors_bench import summary as doors_summary
-from gaml.bench.doors_bench import timed
 from gaml.node.shells.files import bytes_under
 
 KEY = "6b" * 32
@@ -52,37 +52,14 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def gaml(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(
-        [sys.executable, "-m", "gaml.node.cli", *argv], capture_output=True, text=True, env=_env(home), check=False
-    )
-    if r.returncode != 0:
-        raise RuntimeError(f"gaml {' '.join(argv)}: {r.stderr}")
-    return r
+    return doors_gaml(home, *argv, env=_env(home))
 
 
 @contextlib.contextmanager
 def daemon(home: Path, *extra: str) -> Iterator[dict[str, Any]]:
     """``gaml run`` in the background until it logs that it serves; its run/daemon.json."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gaml.node.cli", "run", *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(home),
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        with contextlib.suppress(ValueError):
-            if json.loads(line).get("event") == "serving":
-                break
-    else:
-        raise RuntimeError("the daemon exited before serving")
-    threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep its pipe drained
-    try:
+    with serving(home, "run", *extra, ready="serving", env=_env(home), stop_s=120):
         yield json.loads((home / "run" / "daemon.json").read_text())
-    finally:
-        proc.terminate()
-        proc.wait(120)
 
 
 def summary(ms: list[float]) -> dict[str, float]:
