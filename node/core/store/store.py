@@ -310,32 +310,34 @@ class Store:
                 self.kv.commit(batch)
             ops: list[Op] = []
             n = 0
-            prefix = MEMBER_FIELD + pid
-            for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
-                sid = key[len(prefix) :]
-                blob = self.kv.load("assets", sid)
-                if blob is None:
-                    continue
-                asset = self._open_record(sid, blob)
-                if asset.tombstone or self.pid_of(partition_of(asset)) != pid:
-                    continue
-                ops.extend(self.lexical.doc_ops(pid, sid, asset.text(), None))
-                n += 1
-                self.reanalyzed_assets += 1
-                if n % REANALYZE_BATCH == 0:
-                    self._commit_lexical(ops)
-                    ops = []
-            self._commit_lexical(ops)
+            try:
+                for sid, asset in self._members(pid):
+                    if asset.tombstone or self.pid_of(partition_of(asset)) != pid:
+                        continue
+                    ops.extend(self.lexical.doc_ops(pid, sid, asset.text(), None))
+                    n += 1
+                    if n % REANALYZE_BATCH == 0:
+                        self.kv.commit(ops)
+                        self.lexical.commit_staged()
+                        ops = []
+                self.kv.commit(ops)
+            except BaseException:
+                self.lexical.discard_staged()
+                raise
+            self.lexical.commit_staged()
+            self.reanalyzed_assets += n
             self._reanalyzed.add(pid)
         self.kv.commit([Put("meta", ANALYZER_KEY, ANALYZER.encode())])
 
-    def _commit_lexical(self, ops: list[Op]) -> None:
-        try:
-            self.kv.commit(ops)
-        except BaseException:
-            self.lexical.discard_staged()
-            raise
-        self.lexical.commit_staged()
+    def _members(self, pid: bytes) -> Iterator[tuple[bytes, Asset]]:
+        """The records a partition lists as its members (tombstones too), each with its storage key."""
+        prefix = MEMBER_FIELD + pid
+        for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
+            sid = key[len(prefix) :]
+            blob = self.kv.load("assets", sid)
+            if blob is None:
+                raise StoreCorrupt(f"partition {self._live[pid].part.ref.name} lists an asset that has no record")
+            yield sid, self._open_record(sid, blob)
 
     def _snapshot_name(self, pid: bytes) -> str:
         return f"index-{pid.hex()}.snap"
@@ -450,13 +452,7 @@ class Store:
         live.views = PartitionViews(self._digest_key)
         live.pending = {}
         self.lexical.forget(pid)  # read from disk on first use
-        prefix = MEMBER_FIELD + pid
-        for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
-            sid = key[17:]
-            blob = self.kv.load("assets", sid)
-            if blob is None:
-                raise StoreCorrupt(f"partition {live.part.ref.name} lists an asset that has no record")
-            asset = self._open_record(sid, blob)
+        for sid, asset in self._members(pid):
             live.views.put(View.of(asset))
             vec = self._load_vector(live, sid)
             if vec is not None:
