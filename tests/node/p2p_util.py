@@ -340,3 +340,12 @@ __all__ = [
     "peer_stats",
     "replication_records",
 ]
+
+
+def fresh_status(fleet: Fleet, peer: Peer, since_ns: int) -> dict[str, Any]:
+    """A replication status the daemon wrote after ``since_ns`` (time.time_ns()), so it reflects what came before."""
+    path = peer.home / "run" / "replication.json"
+    fleet.wait(f"{peer.name} to write its replication status again", lambda: path.stat().st_mtime_ns > since_ns)
+    status = peer.status()
+    assert status is not None
+    return status

@@ -12,6 +12,7 @@ each other through B and connect. Every wait polls with a deadline; nothing slee
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from gaml.node.shells.file_keychain import Unlock
 from gaml.policy import crypto
 from gaml.policy.errors import InvalidInput
 from tests.node.cli_util import edit_config
-from tests.node.p2p_util import Daemon, Fleet, Peer, get_or_none
+from tests.node.p2p_util import Daemon, Fleet, Peer, fresh_status, get_or_none
 from tests.node.test_replication import words
 
 SWARM = "gossip-swarm"
@@ -137,7 +138,10 @@ def test_swarm_nodes_find_each_other_by_rendezvous_beyond_their_bootstrap_peers(
     """B dials A and C dials B; A and C hear of each other's addresses through B and connect."""
     (a, _, c), _ = swarm_line(fleet, rendezvous=True)
     fleet.wait("A and C to connect", c.status, lambda s: a.node_id in (s or {}).get("connected", {}))
-    dialled = sum(((p.status() or {}).get("rendezvous") or {}).get("dialled", 0) for p in (a, c))
+    # Each daemon writes its status now and then: read ones written after C reported the connection, since the
+    # dialler's last one may predate its dial.
+    connected_ns = time.time_ns()
+    dialled = sum((fresh_status(fleet, p, connected_ns).get("rendezvous") or {}).get("dialled", 0) for p in (a, c))
     assert dialled >= 1  # one of them dialled the other, found by rendezvous: neither had the other's address
     fleet.wait("A's gossip mesh to hold C", lambda: gossip(a), lambda g: c.node_id in g.get("mesh", []))
 

@@ -38,6 +38,7 @@ from tests.node.p2p_util import (
     Peer,
     boundary_status,
     files_containing,
+    fresh_status,
     get_or_none,
     live_records,
     peer_stats,
@@ -64,15 +65,6 @@ def words(seed: int, n: int) -> list[str]:
 def shared(asset: dict[str, Any] | None) -> dict[str, Any] | None:
     """An asset as a daemon returns it, without what is the node's own."""
     return None if asset is None else {k: v for k, v in asset.items() if k not in NODE_LOCAL}
-
-
-def fresh_status(fleet: Fleet, peer: Peer, since_ns: int) -> dict[str, Any]:
-    """A replication status the daemon wrote after ``since_ns`` (time.time_ns()), so it reflects what came before."""
-    path = peer.home / "run" / "replication.json"
-    fleet.wait(f"{peer.name} to write its replication status again", lambda: path.stat().st_mtime_ns > since_ns)
-    status = peer.status()
-    assert status is not None
-    return status
 
 
 @pytest.fixture
