@@ -13,19 +13,23 @@ Two wire forms are covered:
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.struct_pb2 import Struct
+from google.protobuf.struct_pb2 import ListValue, Struct
 
 from gaml.policy.errors import InvalidAsset, UnknownEnumValue
 from gaml.policy.model import (
     ASSET_FIELDS,
     ENUM_FIELDS,
+    MAX_PAYLOAD_DEPTH,
+    MAX_SAFE_INT,
     SET_FIELDS,
     Asset,
     Heat,
@@ -43,6 +47,7 @@ __all__ = [
     "asset_to_pb",
     "draft_from_json",
     "draft_pb_from_json",
+    "struct_json",
 ]
 
 _ASSET_DESCRIPTOR: Final = asset_pb2.Asset.DESCRIPTOR
@@ -93,6 +98,18 @@ def _enum_from_pb(field: str, number: int) -> Any:
     return cls[value.name[len(_enum_prefix(cls)) + 1 :]]
 
 
+# Per enum field: domain member -> wire number, and wire number -> domain short name (UNSPECIFIED left out).
+_TO_WIRE: Final[dict[str, dict[Any, int]]] = {
+    name: {m: _enum_to_pb(name, m) for m in cls} for name, cls in ENUM_FIELDS.items()
+}
+_FROM_WIRE: Final[dict[str, dict[int, str]]] = {
+    name: {n: m.value for m, n in members.items()} for name, members in _TO_WIRE.items()
+}
+_NESTED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    name: tuple(f.name for f in dataclasses.fields(cls)) for name, (cls, _) in _NESTED.items()
+}
+
+
 def _wire_error(e: Exception) -> InvalidAsset:
     return InvalidAsset(f"asset does not fit the wire schema: {e}")
 
@@ -109,12 +126,12 @@ def asset_to_pb(asset: Asset) -> asset_pb2.Asset:
     for f in ASSET_FIELDS:
         value = getattr(asset, f.name)
         if f.name in ENUM_FIELDS:
-            kw[f.name] = _enum_to_pb(f.name, value)
+            kw[f.name] = _TO_WIRE[f.name][value]
         elif f.name == "payload":
             continue
         elif f.name in _NESTED:
             if value is not None:
-                kw[f.name] = _NESTED[f.name][1](**dataclasses.asdict(value))
+                kw[f.name] = _NESTED[f.name][1](**{n: getattr(value, n) for n in _NESTED_FIELDS[f.name]})
         elif f.name in SET_FIELDS:
             kw[f.name] = list(value)
         else:
@@ -173,18 +190,98 @@ def asset_json_from_pb(msg: asset_pb2.Asset) -> dict[str, Any]:
     """``asset_to_json(asset_from_pb(msg))`` for a message that :func:`asset_to_pb` wrote (what a node sends), without
     building the domain asset: a client renders every hit of a search this way. A message the domain would refuse
     is not checked here (a node sends only valid assets); an unknown or UNSPECIFIED ``asset_type`` is still refused.
+
+    One walk over the message's fields (the JSON mapping's rendering, field by field); a value that walk does not
+    render as the mapping would (a number that is not finite, a payload nested too deep) takes the mapping's path.
     """
+    try:
+        return _asset_json_walk(msg)
+    except ValueError:
+        return _asset_json_mapped(msg)
+
+
+def _asset_json_walk(msg: asset_pb2.Asset) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for fd in _ASSET_DESCRIPTOR.fields:
+        name = fd.name
+        if name in _FROM_WIRE:
+            number = getattr(msg, name)
+            value = _FROM_WIRE[name].get(number)
+            out[name] = value if value is not None else _enum_json(name, number)
+        elif name == "payload":
+            out[name] = struct_json(msg.payload, MAX_PAYLOAD_DEPTH)
+        elif name in _NESTED:
+            if msg.HasField(name):
+                sub = getattr(msg, name)
+                out[name] = {n: _scalar_json(getattr(sub, n)) for n in _NESTED_FIELDS[name]}
+        elif fd.is_repeated:
+            out[name] = list(getattr(msg, name))
+        else:
+            out[name] = _scalar_json(getattr(msg, name))
+    return out
+
+
+def _enum_json(name: str, number: int) -> str:
+    member = _enum_from_pb(name, number)  # an unknown number raises
+    if member is None:
+        if name == "asset_type":
+            raise InvalidAsset("asset_type is required (got ASSET_TYPE_UNSPECIFIED)")
+        member = _DEFAULTS[name]
+    return str(member.value)
+
+
+def _scalar_json(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode("ascii")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(v)  # the mapping writes "NaN" / "Infinity"
+    return v
+
+
+def _asset_json_mapped(msg: asset_pb2.Asset) -> dict[str, Any]:
     out = json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
     int64s_as_ints(out, _ASSET_DESCRIPTOR)
     for name in ENUM_FIELDS:
-        member = _enum_from_pb(name, getattr(msg, name))
-        if member is None:
-            if name == "asset_type":
-                raise InvalidAsset("asset_type is required (got ASSET_TYPE_UNSPECIFIED)")
-            member = _DEFAULTS[name]
-        out[name] = member.value
+        out[name] = _enum_json(name, getattr(msg, name))
     out["payload"] = thaw_json(freeze_json(_payload_from_pb(msg.payload)))
     return out
+
+
+def struct_json(s: Struct, max_depth: int | None = None) -> dict[str, Any]:
+    """A Struct as plain JSON with its whole numbers as ints (a Struct carries every number as a double):
+    ``thaw_json(freeze_json(MessageToDict(s), max_depth=max_depth))`` in one walk. Raises ``ValueError`` where that
+    path would raise (a number that is not finite, objects or lists nested deeper than ``max_depth``)."""
+    return _fields_json(s, 1, -1 if max_depth is None else max_depth)
+
+
+def _fields_json(s: Struct, depth: int, limit: int) -> dict[str, Any]:
+    if 0 <= limit < depth:
+        raise ValueError(depth)
+    return {k: _value_json(v, depth + 1, limit) for k, v in s.fields.items()}
+
+
+def _list_json(lv: ListValue, depth: int, limit: int) -> list[Any]:
+    if 0 <= limit < depth:
+        raise ValueError(depth)
+    return [_value_json(v, depth + 1, limit) for v in lv.values]
+
+
+def _value_json(v: Any, depth: int, limit: int) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "string_value":
+        return v.string_value
+    if kind == "number_value":
+        x = v.number_value
+        if not math.isfinite(x):
+            raise ValueError(x)
+        return int(x) if x.is_integer() and abs(x) <= MAX_SAFE_INT else x
+    if kind == "bool_value":
+        return v.bool_value
+    if kind == "struct_value":
+        return _fields_json(v.struct_value, depth, limit)
+    if kind == "list_value":
+        return _list_json(v.list_value, depth, limit)
+    return None  # null_value, or no kind set (the mapping reads both as null)
 
 
 # -- JSON ------------------------------------------------------------------------------------------------------------
@@ -290,16 +387,10 @@ def asset_to_json(asset: Asset) -> dict[str, Any]:
     """A plain JSON-able dict for display: the protobuf JSON mapping with the original (snake_case) field names.
 
     It is ``json_format.MessageToDict(asset_to_pb(asset), preserving_proto_field_name=True)`` with every field
-    printed (defaults included; ``source`` only when there is one), and three changes for readability: enums are the
-    domain's short lower-case names (``user_private``), the payload is the plain JSON object (whole numbers as ints),
-    and 64-bit integers (timestamps, version, offsets) are JSON numbers rather than strings. ``signature`` stays
-    base64, as in the protobuf JSON mapping. :func:`draft_from_json` reads the result back.
+    printed (defaults included; ``source`` only when there is one) in the schema's order, and three changes for
+    readability: enums are the domain's short lower-case names (``user_private``), the payload is the plain JSON object
+    (whole numbers as ints), and 64-bit integers (timestamps, version, offsets) are JSON numbers rather than strings.
+    ``signature`` stays base64, as in the protobuf JSON mapping. :func:`draft_from_json` reads the result back. The
+    rendering is :func:`asset_json_from_pb`'s, so a hit reads the same through every door.
     """
-    out = json_format.MessageToDict(
-        asset_to_pb(asset), preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
-    int64s_as_ints(out, _ASSET_DESCRIPTOR)
-    for name in ENUM_FIELDS:
-        out[name] = getattr(asset, name).value
-    out["payload"] = thaw_json(asset.payload)
-    return out
+    return asset_json_from_pb(asset_to_pb(asset))

@@ -18,7 +18,6 @@ from the status's ``google.rpc.ErrorInfo``), so callers handle a remote node as 
 from __future__ import annotations
 
 import dataclasses
-import math
 import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -53,8 +52,8 @@ from gaml.policy.errors import (
     StoreError,
     UnknownPrincipal,
 )
-from gaml.policy.model import MAX_SAFE_INT, Asset, Level, freeze_json, thaw_json
-from gaml.proto.convert import asset_from_pb, asset_json_from_pb, draft_pb_from_json, int64s_as_ints
+from gaml.policy.model import Asset, Level, freeze_json, thaw_json
+from gaml.proto.convert import asset_from_pb, asset_json_from_pb, draft_pb_from_json, int64s_as_ints, struct_json
 from gaml.v1 import asset_pb2, memory_pb2, memory_pb2_grpc
 
 if TYPE_CHECKING:
@@ -639,25 +638,12 @@ def _message_json(msg: Message) -> dict[str, Any]:
 
 def _struct_json(s: Struct) -> Any:
     """A Struct as JSON with its whole numbers as ints (a Struct carries every number as a double); strings — a goal
-    "2024" — stay strings. ``thaw_json(freeze_json(...))`` of it, in one walk (a frame's receipt is large); a value
-    that walk would refuse (a number that is not finite) takes that path, for its error."""
-    d = json_format.MessageToDict(s)
+    "2024" — stay strings: ``thaw_json(freeze_json(...))`` of it, in one walk (``proto.convert.struct_json``; a frame's
+    receipt is large). A value that walk refuses (a number that is not finite) takes that path, for its error."""
     try:
-        return _whole_numbers(d)
+        return struct_json(s)
     except ValueError:
-        return thaw_json(freeze_json(d, "the node's answer", max_depth=None))
-
-
-def _whole_numbers(v: Any) -> Any:
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ValueError(v)
-        return int(v) if v.is_integer() and abs(v) <= MAX_SAFE_INT else v
-    if isinstance(v, dict):
-        return {k: _whole_numbers(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_whole_numbers(x) for x in v]
-    return v
+        return thaw_json(freeze_json(json_format.MessageToDict(s), "the node's answer", max_depth=None))
 
 
 __all__ = ["Client", "RemoteMemory", "TlsRefused", "error_of", "grant_from_pb", "plane_to_pb"]

@@ -218,7 +218,7 @@ def _intent(req: Any, default: Permission) -> tuple[Permission, Location]:
 
 def _struct(d: Mapping[str, Any]) -> Struct:
     s = Struct()
-    json_format.ParseDict(dict(d), s)
+    s.update(d)  # the JSON mapping's reading of a JSON object, in half ParseDict's time (a receipt is large)
     return s
 
 

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from gaml.policy.errors import InvalidAsset, UnknownEnumValue
+from gaml.policy.errors import InvalidAsset, PayloadTooDeep, UnknownEnumValue
 from gaml.policy.model import (
+    ENUM_FIELDS,
+    MAX_PAYLOAD_DEPTH,
     Asset,
     AssetType,
     Creator,
@@ -25,8 +27,17 @@ from gaml.policy.model import (
     TrainingPolicy,
     TrustClass,
     content_id,
+    freeze_json,
+    thaw_json,
 )
-from gaml.proto.convert import asset_from_pb, asset_json_from_pb, asset_to_json, asset_to_pb, draft_from_json
+from gaml.proto.convert import (
+    asset_from_pb,
+    asset_json_from_pb,
+    asset_to_json,
+    asset_to_pb,
+    draft_from_json,
+    int64s_as_ints,
+)
 from gaml.v1 import asset_pb2
 
 T0 = 1_700_000_000_000_000  # microseconds since the Unix epoch
@@ -198,17 +209,61 @@ def test_random_assets_round_trip() -> None:
         assert through_bytes(asset) == asset
 
 
-def test_a_message_renders_as_json_directly_as_through_the_domain() -> None:
-    """asset_json_from_pb (what a client renders each hit with) gives what asset_to_json(asset_from_pb(...)) gives,
-    for full, minimal, edge-case and two hundred random assets, through bytes."""
+def json_mapping(msg: asset_pb2.Asset) -> dict[str, Any]:
+    """What asset_to_json documents, spelled out through protobuf's own JSON mapping: every field (``source``,
+    ``retention_policy`` and ``heat`` when set), 64-bit integers as ints, enums by the domain's short names (the
+    default for UNSPECIFIED), the payload as plain JSON with its whole numbers as ints."""
+    from google.protobuf import json_format
+
+    out = json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    int64s_as_ints(out, asset_pb2.Asset.DESCRIPTOR)
+    domain = asset_from_pb(msg)
+    for name in ENUM_FIELDS:
+        out[name] = getattr(domain, name).value
+    out["payload"] = thaw_json(freeze_json(json_format.MessageToDict(msg.payload)))
+    return out
+
+
+def test_a_message_renders_as_json_as_the_mapping_says() -> None:
+    """asset_json_from_pb (what a client renders each hit with) and asset_to_json (what the CLI prints without a
+    daemon) both give the JSON mapping, fields in the schema's order, for full, minimal, edge-case and two hundred
+    random assets, through bytes."""
     rng = random.Random(1)
     cases = [full(), *(minimal(t.value) for t in AssetType), minimal(payload={"n": 2.0, "x": [1.5, {"y": 3}]})]
+    cases += [minimal(payload={"big": 2**53, "huge": 1e300, "tiny": 5e-324, "deep": [[[{"a": None}]]], "t": True})]
     cases += [random_asset(rng) for _ in range(200)]
+    order = [fd.name for fd in asset_pb2.Asset.DESCRIPTOR.fields]
     for asset in cases:
         msg = asset_pb2.Asset.FromString(asset_to_pb(asset).SerializeToString(deterministic=True))
-        assert asset_json_from_pb(msg) == asset_to_json(asset_from_pb(msg))
+        expected = json_mapping(msg)
+        got = asset_json_from_pb(msg)
+        assert got == expected
+        assert list(got) == [name for name in order if name in expected]
+        assert asset_to_json(asset) == got
+        assert list(asset_to_json(asset)) == list(got)
+        assert type(got["payload"].get("n", 0)) is int
     with pytest.raises(InvalidAsset):
         asset_json_from_pb(asset_pb2.Asset())
+
+
+def test_a_message_the_walk_cannot_render_takes_the_mappings_path() -> None:
+    """A score that is not finite renders as the JSON mapping writes it ("NaN"); an unknown enum number is refused as
+    by the domain; a payload nested deeper than the model allows is refused as the domain refuses it."""
+    msg = asset_to_pb(full())
+    msg.confidence_score = float("nan")
+    assert asset_json_from_pb(msg)["confidence_score"] == "NaN"
+    msg = asset_to_pb(full())
+    msg.trust_class = 999
+    with pytest.raises(UnknownEnumValue):
+        asset_json_from_pb(msg)
+    msg = asset_to_pb(full())
+    deep: dict[str, Any] = {}
+    for _ in range(MAX_PAYLOAD_DEPTH + 1):
+        deep = {"d": deep}
+    msg.payload.Clear()
+    msg.payload.update(deep)
+    with pytest.raises(PayloadTooDeep):
+        asset_json_from_pb(msg)
 
 
 def test_a_struct_answer_reads_as_through_freeze_and_thaw() -> None:
@@ -218,7 +273,6 @@ def test_a_struct_answer_reads_as_through_freeze_and_thaw() -> None:
     from google.protobuf.struct_pb2 import Struct
 
     from gaml.node.serve.client import _struct_json
-    from gaml.policy.model import freeze_json, thaw_json
 
     rng = random.Random(2)
     for _ in range(100):
