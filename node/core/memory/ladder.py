@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from gaml.node.core.memory import curate as curation
 from gaml.node.core.memory.ingest import WATERMARK, Ingestor
-from gaml.node.core.memory.tiers import TierPolicy, retired, tier_of, visit
+from gaml.node.core.memory.tiers import TierPolicy, is_critical, retired, tier_at, tier_of, visit
 from gaml.node.core.node import Node
 from gaml.node.core.store.store import Records
 from gaml.policy.access import expired, inherit
@@ -464,9 +464,7 @@ class Ladder:
         for a, (_, level) in zip(assets, reads, strict=True):
             if a is not None:
                 heat = visit(a.heat, level, now, self.policy)
-                # evolve, not replace: a stored asset is not validated again (one stored before a limit existed
-                # must not fail the frame that read it)
-                changes.append((a.id, tier_of(a.evolve(heat=heat), now, self.policy), heat))
+                changes.append((a.id, tier_at(heat, a.created_at, a.level, is_critical(a), now, self.policy), heat))
         self.store.update_local(changes, records=records)
 
 

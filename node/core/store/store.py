@@ -766,7 +766,7 @@ class Store:
             self.local_writes = n
             for new in written.values():
                 live = self._live[self.pid_of(partition_of(new))]
-                live.views.put(View.of(new))
+                live.views.reheat(new.id, new.heat)  # only local state changed: the view's heat
                 live.dirty = True
             if records is not None:  # it was at the state before this commit (read through just now): move it on
                 records.assets.update(written)

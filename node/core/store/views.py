@@ -28,6 +28,7 @@ written before a field was added fails to load and is rebuilt, like any stale on
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
@@ -135,22 +136,10 @@ class View:
 
     @classmethod
     def from_json(cls, row: list[Any]) -> View:
-        kw = dict(zip(_FIELDS, row, strict=True))
-        for f, t in _ENUMS.items():
-            kw[f] = t(kw[f])
-        kw["retention_policy"] = Retention(*kw["retention_policy"])
-        kw["heat"] = Heat(*kw["heat"])
-        for f in (
-            "allowed_principals",
-            "allowed_roles",
-            "tags",
-            "entities",
-            "supersedes",
-            "derived_from",
-            "contradicts",
-        ):
-            kw[f] = tuple(kw[f])
-        return cls(**kw)
+        """The view :meth:`to_json` wrote. Raises ``ValueError`` (or ``TypeError``) for a row of another shape or an
+        unknown enum value (a snapshot of another version: the store rebuilds it)."""
+        values: list[Any] = [v if decode is None else decode(v) for decode, v in zip(_DECODERS, row, strict=True)]
+        return cls(*values)
 
 
 # What a profile holds (:func:`standing`): what the caller asked to keep, what binds whatever the goal, and the kinds
@@ -196,6 +185,50 @@ _ENUMS: Final = {
 }
 
 
+def _enum_decoder(cls: type[Any]) -> Any:
+    members = {m.value: m for m in cls}
+
+    def decode(value: Any) -> Any:
+        try:
+            return members[value]
+        except (KeyError, TypeError):
+            raise ValueError(f"{value!r} is not a {cls.__name__}") from None
+
+    return decode
+
+
+def _memo_decoder(cls: type[Any]) -> Any:
+    """A decoder of ``[a, b, …]`` into ``cls(a, b, …)`` that builds each distinct value once (most views share their
+    retention, and every view never visited has the same heat)."""
+    made: dict[tuple[Any, ...], Any] = {}
+
+    def decode(value: list[Any]) -> Any:
+        key = tuple(value)
+        out = made.get(key)
+        if out is None:
+            if len(made) >= 4096:
+                made.clear()
+            out = made[key] = cls(*key)
+        return out
+
+    return decode
+
+
+# Per field of a row (:meth:`View.to_json`): how to read it (None: as it is).
+_DECODERS: Final = tuple(
+    _enum_decoder(_ENUMS[f])
+    if f in _ENUMS
+    else _memo_decoder(Retention)
+    if f == "retention_policy"
+    else _memo_decoder(Heat)
+    if f == "heat"
+    else tuple
+    if f in ("allowed_principals", "allowed_roles", "tags", "entities", "supersedes", "derived_from", "contradicts")
+    else None
+    for f in _FIELDS
+)
+
+
 class PartitionViews:
     def __init__(self, key: bytes = b"") -> None:
         self.key = key  # keys the ids' hashes of the digest (the store's; none in a bare index)
@@ -236,6 +269,11 @@ class PartitionViews:
         old = self._drop(v.id)
         if old is None or old.signature != v.signature:
             self.epoch += 1
+        self._add(v, None)
+
+    def _add(self, v: View, touched: list[tuple[int, str]] | None) -> None:
+        """Index a view whose id is not held (``touched``: where the heat class's entries go, for one sort later;
+        None: into :attr:`touched` now)."""
         self.views[v.id] = v
         h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16, key=self.key).digest())
         self.digest ^= h
@@ -259,10 +297,26 @@ class PartitionViews:
             self.entities.setdefault(e, set()).add(v.id)
         why = standing(v)
         if why == "heat":
-            self.touched.add((-_touched(v), v.id))
+            if touched is None:
+                self.touched.add((-_touched(v), v.id))
+            else:
+                touched.append((-_touched(v), v.id))
             self.peak = max(self.peak, v.heat.score)
         elif why:
             self.standing[v.id] = why
+
+    def reheat(self, id_: str, heat: Heat) -> None:
+        """The view of ``id_`` with another heat: :meth:`put` of it, without the work that heat does not change (its
+        signature, readers, graph and standing stay; only the heat class's order and peak move)."""
+        old = self.views[id_]
+        if old.heat == heat:
+            return
+        new = dataclasses.replace(old, heat=heat)
+        self.views[id_] = new
+        if standing(old) == "heat":
+            self.touched.discard((-_touched(old), id_))
+            self.touched.add((-_touched(new), id_))
+            self.peak = max(self.peak, heat.score)
 
     def remove(self, id_: str) -> View | None:
         v = self._drop(id_)
@@ -324,9 +378,27 @@ class PartitionViews:
 
     @classmethod
     def load(cls, data: bytes, key: bytes = b"") -> PartitionViews:
+        """The views :meth:`dump` wrote, as putting each of them gives (a snapshot holds each id once). The
+        collector waits meanwhile: what is made here lives as long as the partition, and a million views would
+        otherwise be traversed again and again while they are made."""
         pv = cls(key)
-        for row in orjson.loads(data):
-            pv.put(View.from_json(row))
+        touched: list[tuple[int, str]] = []
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            rows = orjson.loads(data)
+            if not isinstance(rows, list):
+                raise ValueError("the views of a snapshot are a list of rows")
+            for row in rows:
+                v = View.from_json(row)
+                if v.id in pv.views:
+                    raise ValueError(f"view {v.id} is twice in the snapshot")
+                pv._add(v, touched)
+        finally:
+            if paused:
+                gc.enable()
+        pv.touched.update(touched)
+        pv.epoch = len(pv.views)
         return pv
 
 
