@@ -63,6 +63,7 @@ Deterministic: the same state and request give the same frame and receipt (ties 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -385,11 +386,18 @@ class Hydrator:
         # a frame's cost. Only ids already authorized for the current caller are looked up here; the cache never
         # decides what a caller sees.
         self._records = Records(RECORD_CACHE)
+        # What this module and the text functions remember of texts (sentences, content words: pure functions, kept
+        # for the texts read most recently) is dropped whenever the store erased something, so that a forgotten text
+        # does not outlive its erasure in them.
+        self._erasures = self.store.erasures
 
     def count(self, line: str) -> int:
         return self.counter.count(line + "\n")
 
     def hydrate(self, req: HydrationRequest) -> Hydration:
+        if self.store.erasures != self._erasures:
+            clear_text_caches()
+            self._erasures = self.store.erasures
         sreq = SearchRequest(
             req.goal,
             req.principal,
@@ -1350,11 +1358,20 @@ def _indented(text: str) -> str:
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9']+")
 
 
+def clear_text_caches() -> None:
+    """Forget what the frame's text functions remember (:class:`Hydrator` calls it after an erasure)."""
+    _content_count.cache_clear()
+    _only_asks.cache_clear()
+    _content_words.cache_clear()
+    extract.clear_caches()
+
+
 def _says_nothing(text: str) -> bool:
     """A turn with no word but fillers, stopwords and capitalised words (names): "Hey Caroline!", "Wow, cool!"."""
     return _content_count(text, 1) == 0
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def _content_count(text: str, enough: int) -> int:
     """How many words of ``text`` are neither fillers, stopwords nor capitalised (names), counted up to ``enough``
     (what the caller needs to know: the count stops there)."""
@@ -1371,6 +1388,7 @@ def _content_count(text: str, enough: int) -> int:
     return n
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def _only_asks(text: str) -> bool:
     """A turn with a question and no statement: every sentence a question, or fewer than :data:`STATES_FROM` words
     of content ("Wow, that looks amazing! What inspired it?")."""
@@ -1379,6 +1397,7 @@ def _only_asks(text: str) -> bool:
     return all(s.endswith("?") or _content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def _content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD_RE.findall(text.lower()) if w not in extract.STOPWORDS)
 
@@ -1429,5 +1448,6 @@ __all__ = [
     "Hydrator",
     "Segment",
     "Walk",
+    "clear_text_caches",
     "parse_plane",
 ]

@@ -809,3 +809,30 @@ def test_a_turn_that_only_asks_ranks_below_one_that_states() -> None:
     h = hydrate(node, "camping by the lake", 400)
     ranked = sorted(h.receipt["facts"], key=lambda f: -f["score"])
     assert [node.store.get(f["unit"]).payload["speaker"] for f in ranked[:2]] == ["Caroline", "Melanie"]
+
+
+def test_what_frames_remember_of_texts_is_dropped_after_an_erasure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text functions a frame calls remember their answers for recent texts (pure functions of the text); a
+    hydrator drops them before its next frame once the store has erased an asset, and not otherwise; the frame is
+    the same either way."""
+    import gaml.node.core.hydrate as hydrate_module
+
+    node = build(memory_world())
+    hydrator = Hydrator(node)
+    cleared: list[int] = []
+    real = hydrate_module.clear_text_caches
+    monkeypatch.setattr(hydrate_module, "clear_text_caches", lambda: (cleared.append(1), real())[1])
+    goal = "what does the export need"
+    first = hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 800))
+    again = hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 800))
+    assert not cleared and again.frame == first.frame
+    assert hydrate_module._content_words.cache_info().currsize > 0
+    shown = next(f["id"] for f in first.receipt["facts"] if f["kind"] == "item")
+    node.store.delete(shown, LATER)
+    after = hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 800))
+    assert cleared == [1] and shown not in {f["id"] for f in after.receipt["facts"]}
+    hydrator.hydrate(HydrationRequest(goal, "alice", LATER, 800))
+    assert cleared == [1]
+    warm = Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 800))
+    hydrate_module.clear_text_caches()
+    assert Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 800)).frame == warm.frame

@@ -28,6 +28,7 @@ Decisions, each pinned by a test:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import re
@@ -153,8 +154,10 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return word.lower() in _ABBREVIATIONS
 
 
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    """``[start, end)`` of each sentence, stripped, in order."""
+@functools.lru_cache(maxsize=1 << 15)
+def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """``[start, end)`` of each sentence, stripped, in order (remembered for the texts read most recently: a frame
+    reads the sentences of the same turns again and again)."""
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _SENTENCE_END_RE.finditer(text):
@@ -173,7 +176,12 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
             e -= 1
         if e > s:
             out.append((s, e))
-    return out
+    return tuple(out)
+
+
+def clear_caches() -> None:
+    """Forget the texts this module remembers (their sentences)."""
+    _sentence_spans.cache_clear()
 
 
 def sentences(text: str) -> list[str]:
