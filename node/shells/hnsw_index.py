@@ -21,6 +21,11 @@ from gaml.node.core.store.vectors import as_matrix, top_k
 from gaml.policy.errors import IndexMismatch, StoreCorrupt
 
 HNSW_MAGIC: Final = b"GHI1"
+# The candidate list of a query (hnswlib's ef; k when k is larger). 128 found 0.921 of the exact top 10 among 100k
+# MiniLM vectors (bench/results/scale-minilm.md); on 30k LoCoMo-like MiniLM vectors raw hnswlib finds 0.981 at 128,
+# 0.992 at 256 and 0.998 at 512, for 0.48 / 0.90 / 1.61 ms a query (docs/benchmarks.md). A setting of queries only:
+# an index loaded from a snapshot takes the factory's.
+EF_SEARCH: Final = 256
 EXACT_BELOW: Final = 2048  # an allowed set this small is scored exactly (cheaper and exact; see DESIGN.md §3)
 
 
@@ -31,7 +36,7 @@ class HnswIndex:
         *,
         m: int = 16,
         ef_construction: int = 200,
-        ef_search: int = 128,
+        ef_search: int = EF_SEARCH,
         seed: int = 100,
         threads: int = 1,
     ) -> None:
@@ -135,7 +140,8 @@ class HnswIndex:
         return HNSW_MAGIC + struct.pack(">Q", len(body)) + body
 
     @classmethod
-    def load(cls, data: bytes, *, threads: int = 1) -> HnswIndex:
+    def load(cls, data: bytes, *, threads: int = 1, ef_search: int | None = None) -> HnswIndex:
+        """A snapshot read back; ``ef_search`` (a query-time setting: None keeps the snapshot's) applies to it."""
         try:
             if data[:4] != HNSW_MAGIC:
                 raise ValueError("bad magic")
@@ -148,7 +154,7 @@ class HnswIndex:
                 state["dim"],
                 m=p["m"],
                 ef_construction=p["ef_construction"],
-                ef_search=state["ef_search"],
+                ef_search=state["ef_search"] if ef_search is None else ef_search,
                 seed=p["seed"],
                 threads=threads,
             )
@@ -162,11 +168,13 @@ class HnswIndex:
 
 
 class HnswFactory:
-    def __init__(self, *, ef_construction: int = 200, ef_search: int = 128, m: int = 16, threads: int = 1) -> None:
+    def __init__(
+        self, *, ef_construction: int = 200, ef_search: int = EF_SEARCH, m: int = 16, threads: int = 1
+    ) -> None:
         self.kw = {"ef_construction": ef_construction, "ef_search": ef_search, "m": m, "threads": threads}
 
     def new(self, dim: int) -> HnswIndex:
         return HnswIndex(dim, **self.kw)
 
     def load(self, data: bytes) -> HnswIndex:
-        return HnswIndex.load(data, threads=self.kw["threads"])
+        return HnswIndex.load(data, threads=self.kw["threads"], ef_search=self.kw["ef_search"])

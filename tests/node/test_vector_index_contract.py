@@ -85,3 +85,15 @@ def test_hnsw_reuses_the_slots_of_replaced_vectors() -> None:
     again = HnswIndex.load(index.dump())
     again.add(ids[:50], rng.normal(size=(50, 16)).astype(np.float32))
     assert again._index.get_current_count() == 100
+
+
+def test_a_loaded_hnsw_snapshot_searches_with_the_factorys_ef() -> None:
+    """ef_search is a setting of queries: an index written with another one searches with the factory's once loaded
+    (a node whose default changed applies it to the indexes it had), and the same vectors come back."""
+    vecs = clustered(300, seed=3)
+    ids = ids_for(300)
+    old = HnswIndex(DIM, ef_search=16)
+    old.add(ids, vecs)
+    loaded = HnswFactory(ef_search=300).load(old.dump())
+    assert loaded.ef_search == 300 and HnswIndex.load(old.dump()).ef_search == 16
+    assert [i for i, _ in loaded.search(vecs[7], 5)][0] == ids[7]
