@@ -63,7 +63,6 @@ Deterministic: the same state and request give the same frame and receipt (ties 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -1371,7 +1370,7 @@ def _says_nothing(text: str) -> bool:
     return _content_count(text, 1) == 0
 
 
-@functools.lru_cache(maxsize=1 << 15)
+@extract.TextMemo
 def _content_count(text: str, enough: int) -> int:
     """How many words of ``text`` are neither fillers, stopwords nor capitalised (names), counted up to ``enough``
     (what the caller needs to know: the count stops there)."""
@@ -1388,7 +1387,7 @@ def _content_count(text: str, enough: int) -> int:
     return n
 
 
-@functools.lru_cache(maxsize=1 << 15)
+@extract.TextMemo
 def _only_asks(text: str) -> bool:
     """A turn with a question and no statement: every sentence a question, or fewer than :data:`STATES_FROM` words
     of content ("Wow, that looks amazing! What inspired it?")."""
@@ -1397,7 +1396,7 @@ def _only_asks(text: str) -> bool:
     return all(s.endswith("?") or _content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
 
 
-@functools.lru_cache(maxsize=1 << 15)
+@extract.TextMemo
 def _content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD_RE.findall(text.lower()) if w not in extract.STOPWORDS)
 

@@ -836,3 +836,24 @@ def test_what_frames_remember_of_texts_is_dropped_after_an_erasure(monkeypatch: 
     warm = Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 800))
     hydrate_module.clear_text_caches()
     assert Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 800)).frame == warm.frame
+
+
+def test_only_short_texts_are_remembered_and_answers_are_the_same_either_way() -> None:
+    """The text functions remember texts up to MEMO_CHARS only (a long document is read again each time, so what
+    they hold stays bounded), and a remembered answer is the answer."""
+    import gaml.node.core.hydrate as hydrate_module
+    from gaml.node.core.text import extract
+
+    hydrate_module.clear_text_caches()
+    short = "Caroline went to the LGBTQ support group on 7 May. Was it good?"
+    long = " ".join([short] * (extract.MEMO_CHARS // len(short) + 1))
+    assert len(long) > extract.MEMO_CHARS
+    for text in (short, long):
+        first = (hydrate_module._content_words(text), hydrate_module._only_asks(text), extract.sentences(text))
+        assert first == (
+            hydrate_module._content_words.fn(text),
+            hydrate_module._only_asks.fn(text),
+            extract.sentences(text),
+        )
+    assert hydrate_module._content_words.cache_info().currsize == 1
+    assert extract._sentence_spans.cache_info().currsize == 1

@@ -96,4 +96,4 @@ def test_a_loaded_hnsw_snapshot_searches_with_the_factorys_ef() -> None:
     old.add(ids, vecs)
     loaded = HnswFactory(ef_search=300).load(old.dump())
     assert loaded.ef_search == 300 and HnswIndex.load(old.dump()).ef_search == 16
-    assert [i for i, _ in loaded.search(vecs[7], 5)][0] == ids[7]
+    assert next(i for i, _ in loaded.search(vecs[7], 5)) == ids[7]

@@ -102,6 +102,6 @@ def test_views_loaded_from_a_snapshot_are_the_views_put_one_by_one() -> None:
         assert state(loaded) == state(put)
         assert [v for v in loaded] == sorted(put, key=lambda v: v.id)
     rows = orjson.loads(put.dump())
-    for bad in (rows + [rows[0]], [rows[0][:-1]], [[*rows[0][:1], "no-such-type", *rows[0][2:]]], {"rows": rows}):
+    for bad in ([*rows, rows[0]], [rows[0][:-1]], [[*rows[0][:1], "no-such-type", *rows[0][2:]]], {"rows": rows}):
         with pytest.raises(ValueError):
             PartitionViews.load(orjson.dumps(bad), b"k" * 32)

@@ -383,7 +383,7 @@ class PartitionViews:
         otherwise be traversed again and again while they are made."""
         pv = cls(key)
         touched: list[tuple[int, str]] = []
-        paused = gc.isenabled()
+        enabled = gc.isenabled()
         gc.disable()
         try:
             rows = orjson.loads(data)
@@ -395,7 +395,7 @@ class PartitionViews:
                     raise ValueError(f"view {v.id} is twice in the snapshot")
                 pv._add(v, touched)
         finally:
-            if paused:
+            if enabled:
                 gc.enable()
         pv.touched.update(touched)
         pv.epoch = len(pv.views)

@@ -33,10 +33,12 @@ import hashlib
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Generic, TypeVar
 
 import numpy as np
+
+R = TypeVar("R")
 
 FACT_VALUE_WORDS_MAX: Final = 8
 FACT_VALUE_CHARS_MAX: Final = 200  # a value longer than this is a blob of text, not a slot's value
@@ -154,7 +156,32 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return word.lower() in _ABBREVIATIONS
 
 
-@functools.lru_cache(maxsize=1 << 15)
+# What the text functions of a frame remember: the answers for this many recent texts, each at most this long (a
+# longer one is read again each time), so that what they hold stays under a few tens of MB whatever the texts.
+MEMO_TEXTS: Final = 1 << 14
+MEMO_CHARS: Final = 1024
+
+
+class TextMemo(Generic[R]):
+    """``fn(text, *args)``, remembered for the :data:`MEMO_TEXTS` most recent texts of at most :data:`MEMO_CHARS`
+    characters: for pure functions of a text, which a frame calls on the same turns again and again."""
+
+    def __init__(self, fn: Callable[..., R]) -> None:
+        self.fn = fn
+        self._memo = functools.lru_cache(maxsize=MEMO_TEXTS)(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, text: str, *args: Any) -> R:
+        return self._memo(text, *args) if len(text) <= MEMO_CHARS else self.fn(text, *args)
+
+    def cache_clear(self) -> None:
+        self._memo.cache_clear()
+
+    def cache_info(self) -> Any:
+        return self._memo.cache_info()
+
+
+@TextMemo
 def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """``[start, end)`` of each sentence, stripped, in order (remembered for the texts read most recently: a frame
     reads the sentences of the same turns again and again)."""
