@@ -86,6 +86,7 @@ ANALYZER_KEY: Final = b"analyzer"  # the lexical analyzer the postings were made
 REANALYZE_BATCH: Final = 2000  # assets per commit when a store's postings are made again
 REANALYZE_DELETES: Final = 100_000  # … and old postings deleted per commit before that
 LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
+TOMBSTONES_KEY: Final = b"tombstones"  # how many records are tombstones: written with each one (Store.stats reads it)
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
 MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
 EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
@@ -225,6 +226,7 @@ class Store:
         self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term), self.id_of)
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
+        self.tombstones = 0  # records that are tombstones (TOMBSTONES_KEY)
         self.erasures = 0  # assets tombstoned since the store opened (what remembers texts forgets them after one)
         self.local_writes = 0  # commits of local state (update_local), logged in LOCAL_LOG until a checkpoint
         self.rebuilt_indexes = 0
@@ -254,7 +256,18 @@ class Store:
         local = kv.load("meta", LOCAL_SEQ)
         store.local_writes = struct.unpack(">Q", local)[0] if local else 0
         store._recover_indexes()
+        store.tombstones = store._count_tombstones()
         return store
+
+    def _count_tombstones(self) -> int:
+        """The tombstones, as the store keeps their count; a store made before it kept one counts its records once
+        (every record less the live assets) and keeps the count from then on."""
+        kept = self.kv.load("meta", TOMBSTONES_KEY)
+        if kept is not None:
+            return int(struct.unpack(">Q", kept)[0])
+        n = sum(1 for _ in self.kv.load_range("assets")) - sum(len(lv.views) for lv in self._live.values())
+        self.kv.commit([Put("meta", TOMBSTONES_KEY, pack(n))])
+        return n
 
     def seal_meta(self, name: bytes, data: bytes) -> bytes:
         return crypto.seal(self._meta_key, data, b"meta:" + name, self.entropy)
@@ -272,6 +285,7 @@ class Store:
                     Put("meta", b"canary", self.seal_meta(b"canary", CANARY)),
                     Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
                     Put("meta", ANALYZER_KEY, ANALYZER.encode()),
+                    Put("meta", TOMBSTONES_KEY, pack(0)),
                 ]
             )
             return
@@ -949,6 +963,7 @@ class Store:
                 Put("assets", sid, self._seal_record(tomb, live)),
                 Delete("vectors", pid + sid),
                 Put("journal", pack(seq), OP_TOMBSTONE + sid + pid + pack(tomb.version)),
+                Put("meta", TOMBSTONES_KEY, pack(self.tombstones + 1)),
             ]
             self.kv.commit(ops)
         except BaseException:
@@ -956,6 +971,7 @@ class Store:
             raise
         self.lexical.commit_staged()
         self.seq = seq
+        self.tombstones += 1
         self.erasures += 1
         live.index.remove(id_)
         live.pending.pop(id_, None)
@@ -1178,12 +1194,11 @@ class Store:
                 "embedder": lv.part.embedder,
                 "epoch": lv.part.epoch,
             }
-        # Without opening a record: the live assets are the partitions' views, the rest of the records tombstones.
+        # Without opening a record: the live assets are the partitions' views; the tombstones are counted as written.
         assets = sum(len(lv.views) for lv in self._live.values())
-        tombstones = sum(1 for _ in self.kv.load_range("assets")) - assets
         return StoreStats(
             assets=assets,
-            tombstones=tombstones,
+            tombstones=self.tombstones,
             partitions=per,
             journal_seq=self.seq,
             indexed=sum(len(lv.index) for lv in self._live.values()),
