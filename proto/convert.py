@@ -24,7 +24,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.struct_pb2 import ListValue, Struct
 
-from gaml.policy.errors import InvalidAsset, UnknownEnumValue
+from gaml.policy.errors import InvalidAsset, PayloadTooDeep, UnknownEnumValue
 from gaml.policy.model import (
     ASSET_FIELDS,
     ENUM_FIELDS,
@@ -238,12 +238,13 @@ def _scalar_json(v: Any) -> Any:
     return v
 
 
-def _asset_json_mapped(msg: asset_pb2.Asset) -> dict[str, Any]:
+def _asset_json_mapped(msg: asset_pb2.Asset, payload: Any = None) -> dict[str, Any]:
+    """The JSON mapping's rendering; ``payload``: the plain payload to show (None: the message's, validated)."""
     out = json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
     int64s_as_ints(out, _ASSET_DESCRIPTOR)
     for name in ENUM_FIELDS:
         out[name] = _enum_json(name, getattr(msg, name))
-    out["payload"] = thaw_json(freeze_json(_payload_from_pb(msg.payload)))
+    out["payload"] = thaw_json(freeze_json(_payload_from_pb(msg.payload))) if payload is None else payload
     return out
 
 
@@ -391,6 +392,11 @@ def asset_to_json(asset: Asset) -> dict[str, Any]:
     readability: enums are the domain's short lower-case names (``user_private``), the payload is the plain JSON object
     (whole numbers as ints), and 64-bit integers (timestamps, version, offsets) are JSON numbers rather than strings.
     ``signature`` stays base64, as in the protobuf JSON mapping. :func:`draft_from_json` reads the result back. The
-    rendering is :func:`asset_json_from_pb`'s, so a hit reads the same through every door.
+    rendering is :func:`asset_json_from_pb`'s, so a hit reads the same through every door; an asset stored before
+    payloads were limited in depth (which cannot travel) shows its payload as it is, as it always did.
     """
-    return asset_json_from_pb(asset_to_pb(asset))
+    msg = asset_to_pb(asset)
+    try:
+        return asset_json_from_pb(msg)
+    except PayloadTooDeep:
+        return _asset_json_mapped(msg, thaw_json(asset.payload))

@@ -266,6 +266,21 @@ def test_a_message_the_walk_cannot_render_takes_the_mappings_path() -> None:
         asset_json_from_pb(msg)
 
 
+def test_an_asset_stored_before_payloads_were_limited_still_renders() -> None:
+    """asset_to_json shows a payload nested deeper than the model now allows (an asset stored before the limit, which
+    stays readable so that it can be forgotten) as it is, with every other field as the mapping renders it."""
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(MAX_PAYLOAD_DEPTH + 2):
+        deep = {"d": deep}
+    old = minimal()
+    object.__setattr__(old, "payload", freeze_json(deep, max_depth=None))  # as read back from such a record
+    out = asset_to_json(old)
+    assert out["payload"] == deep
+    assert {k: v for k, v in out.items() if k != "payload"} == {
+        k: v for k, v in asset_to_json(minimal()).items() if k != "payload"
+    }
+
+
 def test_a_struct_answer_reads_as_through_freeze_and_thaw() -> None:
     """The client's reading of a Struct (a receipt, an explanation) in one walk equals thaw_json(freeze_json(...)):
     whole numbers become ints up to 2**53, other numbers, strings of digits, booleans and nulls stay as they are."""
