@@ -22,9 +22,9 @@ from gaml.policy.errors import IndexMismatch, StoreCorrupt
 
 HNSW_MAGIC: Final = b"GHI1"
 # The candidate list of a query (hnswlib's ef; k when k is larger). 128 found 0.921 of the exact top 10 among 100k
-# MiniLM vectors (bench/results/scale-minilm.md); on 30k LoCoMo-like MiniLM vectors raw hnswlib finds 0.981 at 128,
-# 0.992 at 256 and 0.998 at 512, for 0.48 / 0.90 / 1.61 ms a query (docs/benchmarks.md). A setting of queries only:
-# an index loaded from a snapshot takes the factory's.
+# MiniLM vectors (bench/results/scale-minilm.md); on 30k of the scale bench's texts embedded with MiniLM raw hnswlib
+# finds 0.981 at 128, 0.992 at 256 and 0.998 at 512, for 0.48 / 0.90 / 1.61 ms a query (docs/benchmarks.md). A
+# setting of queries only: an index loaded from a snapshot takes the factory's.
 EF_SEARCH: Final = 256
 EXACT_BELOW: Final = 2048  # an allowed set this small is scored exactly (cheaper and exact; see DESIGN.md §3)
 
