@@ -387,16 +387,16 @@ class Hydrator:
         self._records = Records(RECORD_CACHE)
         # What this module and the text functions remember of texts (sentences, content words: pure functions, kept
         # for the texts read most recently) is dropped whenever the store erased something, so that a forgotten text
-        # does not outlive its erasure in them.
-        self._erasures = self.store.erasures
+        # does not outlive its erasure in them (every erasure adds a tombstone).
+        self._tombstones = self.store.tombstones
 
     def count(self, line: str) -> int:
         return self.counter.count(line + "\n")
 
     def hydrate(self, req: HydrationRequest) -> Hydration:
-        if self.store.erasures != self._erasures:
+        if self.store.tombstones != self._tombstones:
             clear_text_caches()
-            self._erasures = self.store.erasures
+            self._tombstones = self.store.tombstones
         sreq = SearchRequest(
             req.goal,
             req.principal,

@@ -226,8 +226,7 @@ class Store:
         self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term), self.id_of)
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
-        self.tombstones = 0  # records that are tombstones (TOMBSTONES_KEY)
-        self.erasures = 0  # assets tombstoned since the store opened (what remembers texts forgets them after one)
+        self.tombstones = 0  # records that are tombstones (TOMBSTONES_KEY): it moves with every erasure
         self.local_writes = 0  # commits of local state (update_local), logged in LOCAL_LOG until a checkpoint
         self.rebuilt_indexes = 0
         self.replayed_events = 0
@@ -972,7 +971,6 @@ class Store:
         self.lexical.commit_staged()
         self.seq = seq
         self.tombstones += 1
-        self.erasures += 1
         live.index.remove(id_)
         live.pending.pop(id_, None)
         self._forget_view(live, old)

@@ -28,6 +28,7 @@ written before a field was added fails to load and is rebuilt, like any stale on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import hashlib
 from collections.abc import Iterator
@@ -200,16 +201,10 @@ def _enum_decoder(cls: type[Any]) -> Any:
 def _memo_decoder(cls: type[Any]) -> Any:
     """A decoder of ``[a, b, …]`` into ``cls(a, b, …)`` that builds each distinct value once (most views share their
     retention, and every view never visited has the same heat)."""
-    made: dict[tuple[Any, ...], Any] = {}
+    made = functools.lru_cache(maxsize=4096)(cls)
 
     def decode(value: list[Any]) -> Any:
-        key = tuple(value)
-        out = made.get(key)
-        if out is None:
-            if len(made) >= 4096:
-                made.clear()
-            out = made[key] = cls(*key)
-        return out
+        return made(*value)
 
     return decode
 
