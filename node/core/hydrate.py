@@ -21,9 +21,11 @@ Then, for each segment:
    temporal) decides what the caller may use *before anything is ranked*; relevance (dense + BM25) ranks only that.
    Each hit stands for a *unit*: an ingested item (a hit on one of its facts or on its own summary counts for the
    item), an arc (its L1/L2/L3 rungs are one unit at three levels), or a standalone asset. A hit scores by its dense
-   and lexical ranks fused with :data:`RRF_K` (20: the first ranks of each path weigh more than in plain RRF); a
-   unit by its best hit plus :data:`SECOND_HITS` of the others. An item then gains :data:`CONTEXT_SHARE` of the
-   score of the turn before it (an answer often shares no word with the goal; the question it answers does), one
+   and lexical ranks (each path's best :data:`DEPTH_PER_FACT` per unit of the fact cap, at least :data:`DEPTH_MIN`)
+   fused with k = :data:`RRF_K` (20: the first ranks of each path weigh more than in plain RRF's 60), or
+   :data:`RRF_K_PER_FACT` of the fact cap when that is larger (a frame of more units reaches deeper ranks); a unit
+   by its best hit plus :data:`SECOND_HITS` of the others. An item then gains :data:`CONTEXT_SHARE` of the score of
+   the turn before it (an answer often shares no word with the goal; the question it answers does), one
    said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the calendar month the goal names
    (``camping in June``) :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
    :data:`ASKING_SHARE` of its score. Content-free items (greetings,
@@ -90,6 +92,7 @@ GOAL_MATCH: Final = 0.5  # word overlap (Jaccard) at which an item's goal matche
 GOAL_WEIGHT: Final = 0.6  # a goal match scores this share of the best seed
 SECOND_HITS: Final = 0.3  # a unit hit through several assets (an item and its facts) adds this share of the others
 RRF_K: Final = 20  # hydration fuses the dense and lexical ranks with this k: the first ranks of each path weigh more
+RRF_K_PER_FACT: Final = 0.5  # … or with this share of the fact cap, when larger (a larger frame reaches deeper ranks)
 CONTEXT_SHARE: Final = 0.5  # an item gains this share of the score of the turn before it (what it answers)
 SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this much more
 # An item that only asks ("Wow, did you make that? What inspired it?": no sentence but questions and fillers) scores
@@ -105,6 +108,9 @@ TIME_WORDS: Final = frozenset(
     {"when", "date", "day", "days", "week", "weeks", "weekend", "month", "months", "year", "years", "time", "long"}
     | {"ago", "since", "until", "before", "after", "first", "last", "recently", "often", "age", "old", "yesterday"}
 )
+DEPTH_PER_FACT: Final = 3  # each relevance path ranks this many hits per unit of the fact cap …
+DEPTH_MIN: Final = 120  # … and at least this many …
+DEPTH_MAX: Final = 1000  # … at most this many
 RERANK: Final = 2  # the units read for the speaker and content checks: this many times the fact cap
 # Words that carry no content in a turn of conversation ("Wow, cool, thanks!"), besides the stopwords.
 FILLERS: Final = frozenset(
@@ -677,7 +683,7 @@ class Hydrator:
         """One segment's part of the frame; ``shown``: what the frame shows already (the profile), not shown again
         (it may still seed the walk and stand in an arc's coverage)."""
         fact_cap = max(seg.fact_cap or seg.budget // FACT_TOKENS, seg.seeds)
-        depth = min(1000, max(3 * fact_cap, 60))
+        depth = min(DEPTH_MAX, max(DEPTH_PER_FACT * fact_cap, DEPTH_MIN))
         rel: Relevance | None = None
         fallback = ""
         path = "recency"
@@ -693,7 +699,7 @@ class Hydrator:
             fallback = "recency was asked for"
         units: dict[str, _Unit] = {}
         if rel is not None:
-            self._jump(rel, keep, units)
+            self._jump(rel, keep, units, max(RRF_K, RRF_K_PER_FACT * fact_cap))
             self._context(units, keep)
             _dated(req.goal, units)
         else:
@@ -811,13 +817,15 @@ class Hydrator:
 
     # -- jump ------------------------------------------------------------------------------------------------------
 
-    def _jump(self, rel: Relevance, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit]) -> None:
+    def _jump(
+        self, rel: Relevance, keep: dict[bytes, AbstractSet[str]], units: dict[str, _Unit], k: float = RRF_K
+    ) -> None:
         """Each ranked hit joins the unit it stands for; a unit's score is its best hit plus a share of the others. A
-        hit scores by its dense and lexical ranks fused with :data:`RRF_K`."""
+        hit scores by its dense and lexical ranks fused with ``k`` (1 / (k + rank) per path)."""
         fused: dict[str, float] = {}
         for table in (rel.dense, rel.lexical):
             for id_, (rank, _) in table.items():
-                fused[id_] = fused.get(id_, 0.0) + 1.0 / (RRF_K + rank)
+                fused[id_] = fused.get(id_, 0.0) + 1.0 / (k + rank)
         hits: dict[str, list[float]] = {}
         for id_, _, pid in rel.ranked:
             unit = self._unit_of(id_, pid, keep)
