@@ -632,7 +632,7 @@ class Hydrator:
                 v = views.views[id_]
                 if v.owner_id != me or id_ not in ids or id_ in contradicted:  # another's hot memory is theirs
                     continue
-                if tier_at(v.heat, v.created_at, v.level, False, req.now, self.tiers) is not Tier.HOT:
+                if tier_at(views.heat_of(id_), v.created_at, v.level, False, req.now, self.tiers) is not Tier.HOT:
                     continue
                 found.append((PROFILE_ORDER.index("heat"), -touched, id_, v, pid, "heat"))
                 hot += 1

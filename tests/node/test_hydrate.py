@@ -502,16 +502,16 @@ def test_heat_decides_what_is_hot_and_the_views_keep_it_across_restarts(kind: st
     assert not lisbon(node)
     heat = Heat(visits=5, last_access=LATER - 1, score=3.0)
     assert node.store.update_local([(old.id, Tier.HOT, heat)]) == 1
-    assert node.store.view(old.id).heat == heat  # type: ignore[union-attr]
+    assert node.store.heat(old.id) == heat
     assert lisbon(node) and hydrate(node, "qqqq zzzz", 2000, profile=150).receipt["receipt"] != before
     assert logged(node) >= 1
     node.close(checkpoint=False)
     node = w.open_node()
-    assert node.store.view(old.id).heat == heat and lisbon(node)  # type: ignore[union-attr]
+    assert node.store.heat(old.id) == heat and lisbon(node)
     node.close()
     node = w.open_node()
     try:
-        assert logged(node) == 0 and node.store.view(old.id).heat == heat and lisbon(node)  # type: ignore[union-attr]
+        assert logged(node) == 0 and node.store.heat(old.id) == heat and lisbon(node)
     finally:
         node.close(checkpoint=False)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Any
 
@@ -57,8 +56,11 @@ def random_view(rng: random.Random, i: int) -> View:
         source_start=rng.randrange(100),
         derived_from=tuple(f"{rng.randrange(40):032x}" for _ in range(rng.choice([0, 0, 0, 1]))),
         contradicts=(),
-        heat=Heat(rng.randrange(5), NOW - rng.randrange(10**9), rng.random() * 3),
     )
+
+
+def random_heat(rng: random.Random) -> Heat:
+    return rng.choice([Heat(), Heat(rng.randrange(5), NOW - rng.randrange(10**9), rng.random() * 3)])
 
 
 def state(pv: PartitionViews) -> dict[str, Any]:
@@ -76,14 +78,19 @@ def test_a_new_heat_is_what_putting_the_view_again_gives() -> None:
         fast, slow = PartitionViews(b"k" * 32), PartitionViews(b"k" * 32)
         views = [random_view(rng, i) for i in range(40)]
         for v in views:
-            fast.put(v)
-            slow.put(v)
+            heat = random_heat(rng)
+            fast.put(v, heat)
+            slow.put(v, heat)
         for _ in range(60):
             v = fast.views[rng.choice(views).id]
-            heat = rng.choice([v.heat, Heat(v.heat.visits + 1, NOW + rng.randrange(10**9), rng.random() * 4)])
+            was = fast.heat_of(v.id)
+            later = Heat(was.visits + 1, NOW + rng.randrange(10**9), rng.random() * 4)
+            heat = rng.choice([was, Heat(), later, later])
             before = list(fast.touched)
             fast.reheat(v.id, heat)
-            slow.put(dataclasses.replace(v, heat=heat))
+            slow.put(v, heat)
+            assert fast.views[v.id] is v  # a new heat makes no new view
+            assert fast.heat_of(v.id) == heat
             assert state(fast) == state(slow)
             moved += list(fast.touched) != before
     assert moved >= 10  # the heat class's order did move, in some of the worlds
@@ -97,11 +104,12 @@ def test_views_loaded_from_a_snapshot_are_the_views_put_one_by_one() -> None:
     for _ in range(10):
         put = PartitionViews(b"k" * 32)
         for v in (random_view(rng, i) for i in range(rng.randrange(1, 80))):
-            put.put(v)
+            put.put(v, random_heat(rng))
         loaded = PartitionViews.load(put.dump(), b"k" * 32)
         assert state(loaded) == state(put)
         assert [v for v in loaded] == sorted(put, key=lambda v: v.id)
+        assert all(loaded.heat_of(v.id) == put.heat_of(v.id) for v in put)
     rows = orjson.loads(put.dump())
-    for bad in ([*rows, rows[0]], [rows[0][:-1]], [[*rows[0][:1], "no-such-type", *rows[0][2:]]], {"rows": rows}):
+    for bad in ([*rows, rows[0]], [rows[0][:-1]], [[*rows[0][:1], "no-such-type", *rows[0][2:]]], {"rows": rows}, [[]]):
         with pytest.raises(ValueError):
             PartitionViews.load(orjson.dumps(bad), b"k" * 32)

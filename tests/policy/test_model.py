@@ -234,3 +234,17 @@ def test_load_json_refuses_a_document_too_deep_to_decode() -> None:
     with pytest.raises(InvalidInput, match=r"^plane\.json: JSON nested too deep") as caught:
         load_json("[" * 100_000 + "]" * 100_000, "plane.json")
     assert isinstance(caught.value, ValueError)
+
+
+def test_records_opened_share_their_equal_retention_and_the_zero_heat() -> None:
+    """A stored record opened (trusted) reads as it was written, and records with the same retention, or never
+    visited, share those parts: a node's record cache holds fewer objects for the collector to walk."""
+    plain = [make(payload={"text": f"t{i}"}) for i in range(3)]
+    timed = make(payload={"text": "t"}, retention_policy=Retention(ttl_seconds=60))
+    hot = make(payload={"text": "h"}, heat=Heat(visits=2, last_access=5, score=1.5))
+    opened = [Asset.from_canonical(a.canonical_bytes(), trusted=True) for a in [*plain, timed, hot]]
+    assert opened == [*plain, timed, hot]
+    assert opened[0].retention_policy is opened[1].retention_policy is opened[2].retention_policy
+    assert opened[3].retention_policy == Retention(ttl_seconds=60) != opened[0].retention_policy
+    assert opened[0].heat is opened[1].heat and opened[0].heat == Heat()
+    assert opened[4].heat == Heat(visits=2, last_access=5, score=1.5)

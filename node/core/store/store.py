@@ -433,7 +433,7 @@ class Store:
                 blob = self.kv.load("assets", sid)
                 current = None if blob is None else self._open_record(sid, blob)
                 if current is not None and not current.tombstone and self.pid_of(partition_of(current)) == pid:
-                    owner.views.put(View.of(current))
+                    owner.views.put(View.of(current), current.heat)
                     text = current.text()
             self.lexical.replace(pid, sid, text)
         self._replay_local()
@@ -454,7 +454,7 @@ class Store:
             live = self._live.get(self.pid_of(partition_of(asset)))
             if live is None or n <= live.covered_local or live.views.get(asset.id) is None:
                 continue  # already in its snapshot, or gone since (the journal's replay decided)
-            live.views.put(View.of(asset))
+            live.views.put(View.of(asset), asset.heat)
             live.dirty = True
         for live in self._live.values():
             live.covered_local = self.local_writes
@@ -467,7 +467,7 @@ class Store:
         live.pending = {}
         self.lexical.forget(pid)  # read from disk on first use
         for sid, asset in self._members(pid):
-            live.views.put(View.of(asset))
+            live.views.put(View.of(asset), asset.heat)
             vec = self._load_vector(live, sid)
             if vec is not None:
                 live.pending[asset.id] = vec
@@ -551,6 +551,13 @@ class Store:
             v = live.views.get(id_)
             if v is not None:
                 return v
+        return None
+
+    def heat(self, id_: str) -> Heat | None:
+        """The heat of a live asset as its partition's views keep it (None: not a live asset). No record is read."""
+        for live in self._live.values():
+            if id_ in live.views.views:
+                return live.views.heat_of(id_)
         return None
 
     @property
@@ -819,7 +826,7 @@ class Store:
         return ops
 
     def _remember_view(self, live: _Live, asset: Asset) -> None:
-        live.views.put(View.of(asset))
+        live.views.put(View.of(asset), asset.heat)
         for target in asset.supersedes:
             self.superseded.setdefault(target, set()).add(asset.id)
 

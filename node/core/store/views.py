@@ -18,8 +18,11 @@ that carries them is sealed) with the groupings that make authorization cheap:
   why), and the heat class in ``touched`` order: by when each was last created or visited, newest first. Its heat
   cannot exceed (its score + 1) halved for every half-life since then, so a frame reads only the head of it.
 
-A view also carries the asset's heat (local, unsigned state: :meth:`node.core.store.store.Store.update_local` keeps it
-current), so that what is hot now can be told without opening a record.
+Beside the views, :class:`PartitionViews` keeps each asset's heat (local, unsigned state:
+:meth:`node.core.store.store.Store.update_local` keeps it current), so that what is hot now can be told without opening
+a record. It is kept apart from the views, as plain tuples, and only where it is not the zero heat: a frame's visit
+changes the heat of every asset it shows, and a new view object (and heat object) per visit would be long-lived
+objects that the collector walks again and again in a running node; a visit now changes one dict entry.
 
 The views of a partition travel in its sealed index snapshot and are rebuilt from the records with it (a snapshot
 written before a field was added fails to load and is rebuilt, like any stale one).
@@ -53,6 +56,7 @@ from gaml.policy.model import (
 )
 
 _NO_HEAT: Final = Heat()
+_NO_HEAT_ROW: Final = [0, 0, 0.0]  # the zero heat in a snapshot's row
 
 Signature = tuple[str, str, PrivacyScope, InferencePolicy, TrainingPolicy, ExportPolicy, ReplicationPolicy]
 
@@ -88,7 +92,6 @@ class View:
     source_start: int = 0
     derived_from: tuple[str, ...] = ()
     contradicts: tuple[str, ...] = ()
-    heat: Heat = _NO_HEAT  # local state, as stored: what the tiers read
     tombstone: bool = False
 
     @classmethod
@@ -128,8 +131,6 @@ class View:
             v = getattr(self, f)
             if isinstance(v, Retention):
                 v = [v.delete_at, v.ttl_seconds]
-            elif isinstance(v, Heat):
-                v = [v.visits, v.last_access, v.score]
             elif hasattr(v, "value"):
                 v = v.value
             out.append(v)
@@ -209,14 +210,13 @@ def _memo_decoder(cls: type[Any]) -> Any:
     return decode
 
 
+_HEAT: Final = _memo_decoder(Heat)  # a snapshot's row is the view's fields, then its heat
 # Per field of a row (:meth:`View.to_json`): how to read it (None: as it is).
 _DECODERS: Final = tuple(
     _enum_decoder(_ENUMS[f])
     if f in _ENUMS
     else _memo_decoder(Retention)
     if f == "retention_policy"
-    else _memo_decoder(Heat)
-    if f == "heat"
     else tuple
     if f in ("allowed_principals", "allowed_roles", "tags", "entities", "supersedes", "derived_from", "contradicts")
     else None
@@ -241,6 +241,7 @@ class PartitionViews:
         self.goals: dict[str, set[str]] = {}
         self.contradicted: dict[str, set[str]] = {}
         self.standing: dict[str, str] = {}  # id -> "pinned" or "binding" (:func:`standing`)
+        self.heats: dict[str, tuple[int, int, float]] = {}  # id -> (visits, last access, score), when not zero
         self.touched: SortedList = SortedList()  # (-last touched, id) of the heat class: newest first, ties by id
         self.peak = 0.0  # the highest heat score the heat class has had (a bound for what can still be hot)
         # A digest of a set of ids, in no order: each id's keyed hash, combined by XOR (the whole partition's kept as
@@ -260,16 +261,23 @@ class PartitionViews:
     def get(self, id_: str) -> View | None:
         return self.views.get(id_)
 
-    def put(self, v: View) -> None:
+    def heat_of(self, id_: str) -> Heat:
+        """The heat of the asset ``id_`` (the zero heat for one never visited, or not held)."""
+        h = self.heats.get(id_)
+        return _NO_HEAT if h is None else Heat(*h)
+
+    def put(self, v: View, heat: Heat = _NO_HEAT) -> None:
         old = self._drop(v.id)
         if old is None or old.signature != v.signature:
             self.epoch += 1
-        self._add(v, None)
+        self._add(v, heat, None)
 
-    def _add(self, v: View, touched: list[tuple[int, str]] | None) -> None:
-        """Index a view whose id is not held (``touched``: where the heat class's entries go, for one sort later;
-        None: into :attr:`touched` now)."""
+    def _add(self, v: View, heat: Heat, touched: list[tuple[int, str]] | None) -> None:
+        """Index a view whose id is not held, with its asset's heat (``touched``: where the heat class's entries go,
+        for one sort later; None: into :attr:`touched` now)."""
         self.views[v.id] = v
+        if heat != _NO_HEAT:
+            self.heats[v.id] = (heat.visits, heat.last_access, heat.score)
         h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16, key=self.key).digest())
         self.digest ^= h
         self.groups.setdefault(v.signature, set()).add(v.id)
@@ -293,24 +301,28 @@ class PartitionViews:
         why = standing(v)
         if why == "heat":
             if touched is None:
-                self.touched.add((-_touched(v), v.id))
+                self.touched.add((-_touched(v, heat), v.id))
             else:
-                touched.append((-_touched(v), v.id))
-            self.peak = max(self.peak, v.heat.score)
+                touched.append((-_touched(v, heat), v.id))
+            self.peak = max(self.peak, heat.score)
         elif why:
             self.standing[v.id] = why
 
     def reheat(self, id_: str, heat: Heat) -> None:
-        """The view of ``id_`` with another heat: :meth:`put` of it, without the work that heat does not change (its
-        signature, readers, graph and standing stay; only the heat class's order and peak move)."""
-        old = self.views[id_]
-        if old.heat == heat:
+        """Another heat for the asset ``id_``: :meth:`put` of its view with it, without the work that heat does not
+        change (the view, its signature, readers, graph and standing stay; only the heat, the heat class's order and
+        peak move)."""
+        v = self.views[id_]
+        old = self.heat_of(id_)
+        if old == heat:
             return
-        new = dataclasses.replace(old, heat=heat)
-        self.views[id_] = new
-        if standing(old) == "heat":
-            self.touched.discard((-_touched(old), id_))
-            self.touched.add((-_touched(new), id_))
+        if heat == _NO_HEAT:
+            del self.heats[id_]
+        else:
+            self.heats[id_] = (heat.visits, heat.last_access, heat.score)
+        if standing(v) == "heat":
+            self.touched.discard((-_touched(v, old), id_))
+            self.touched.add((-_touched(v, heat), id_))
             self.peak = max(self.peak, heat.score)
 
     def remove(self, id_: str) -> View | None:
@@ -346,7 +358,8 @@ class PartitionViews:
         for e in {e.lower() for e in v.entities}:
             _discard(self.entities, e, id_)
         self.standing.pop(id_, None)
-        self.touched.discard((-_touched(v), id_))
+        self.touched.discard((-_touched(v, self.heat_of(id_)), id_))
+        self.heats.pop(id_, None)
         return v
 
     def digest_of(self, ids: AbstractSet[str]) -> int:
@@ -369,7 +382,9 @@ class PartitionViews:
         return {i for i, t in self.expiring.items() if now >= t}
 
     def dump(self) -> bytes:
-        return orjson.dumps([self.views[i].to_json() for i in sorted(self.views)])
+        """Each view's row (:meth:`View.to_json`) followed by its heat (``[visits, last access, score]``), by id."""
+        heats = self.heats
+        return orjson.dumps([[*self.views[i].to_json(), list(heats.get(i, _NO_HEAT_ROW))] for i in sorted(self.views)])
 
     @classmethod
     def load(cls, data: bytes, key: bytes = b"") -> PartitionViews:
@@ -385,10 +400,13 @@ class PartitionViews:
             if not isinstance(rows, list):
                 raise ValueError("the views of a snapshot are a list of rows")
             for row in rows:
-                v = View.from_json(row)
+                if not isinstance(row, list) or not row:
+                    raise ValueError("a snapshot's view is a row")
+                v = View.from_json(row[:-1])
                 if v.id in pv.views:
                     raise ValueError(f"view {v.id} is twice in the snapshot")
-                pv._add(v, touched)
+                heat = row[-1]
+                pv._add(v, _NO_HEAT if heat == _NO_HEAT_ROW else _HEAT(heat), touched)
         finally:
             if enabled:
                 gc.enable()
@@ -397,8 +415,8 @@ class PartitionViews:
         return pv
 
 
-def _touched(v: View) -> int:
-    return max(v.created_at, v.heat.last_access)
+def _touched(v: View, heat: Heat) -> int:
+    return max(v.created_at, heat.last_access)
 
 
 def _discard(table: dict[str, Any], key: str, id_: str) -> None:
