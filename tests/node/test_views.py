@@ -113,3 +113,20 @@ def test_views_loaded_from_a_snapshot_are_the_views_put_one_by_one() -> None:
     for bad in ([*rows, rows[0]], [rows[0][:-1]], [[*rows[0][:1], "no-such-type", *rows[0][2:]]], {"rows": rows}, [[]]):
         with pytest.raises(ValueError):
             PartitionViews.load(orjson.dumps(bad), b"k" * 32)
+
+
+def test_a_snapshot_row_ends_with_the_heat_as_before_the_heat_moved_out_of_the_view() -> None:
+    """A row is the view's fields, then its heat ``[visits, last access, score]``: the layout snapshots had while the
+    heat was a field of the view (its last one written), so a store's existing snapshots load as they are."""
+    rng = random.Random(2)
+    pv = PartitionViews(b"k" * 32)
+    heats = {}
+    for i in range(30):
+        v = random_view(rng, i)
+        heats[v.id] = random_heat(rng)
+        pv.put(v, heats[v.id])
+    for row in orjson.loads(pv.dump()):
+        h = heats[row[0]]
+        assert len(row) == len(View.__slots__)  # every field but the tombstone flag, then the heat
+        assert row[-1] == [h.visits, h.last_access, h.score]
+        assert View.from_json(row[:-1]) == pv.views[row[0]]
