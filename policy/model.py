@@ -622,7 +622,7 @@ class Asset:
                 v = freeze_json(v, max_depth=None)
             object.__setattr__(out, name, v)
         heat = d["heat"]
-        object.__setattr__(out, "heat", _ZERO_HEAT if heat == _ZERO_HEAT_JSON else Heat(**heat))
+        object.__setattr__(out, "heat", ZERO_HEAT if heat == _ZERO_HEAT_JSON else Heat(**heat))
         object.__setattr__(out, "signature", bytes.fromhex(d["signature"]))
         object.__setattr__(out, "tier", Tier(d["tier"]))
         object.__setattr__(out, "_memo", {})
@@ -668,8 +668,8 @@ class Asset:
 # Opened records share their equal immutable parts (most assets have the same retention, and every asset never visited
 # the zero heat): fewer objects live in a node's caches, and fewer for the collector to walk.
 _retention: Final = functools.lru_cache(maxsize=1024)(Retention)
-_ZERO_HEAT: Final = Heat()
-_ZERO_HEAT_JSON: Final = _ZERO_HEAT.as_dict()
+ZERO_HEAT: Final = Heat()  # the heat of an asset never visited
+_ZERO_HEAT_JSON: Final = ZERO_HEAT.as_dict()
 ASSET_FIELDS: Final = tuple(f for f in dataclasses.fields(Asset) if not f.name.startswith("_"))  # the model's fields
 _FIELD_NAMES: Final = tuple(f.name for f in ASSET_FIELDS)
 _FIELD_SET: Final = frozenset(_FIELD_NAMES)

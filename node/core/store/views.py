@@ -42,6 +42,7 @@ import orjson
 from sortedcontainers import SortedList
 
 from gaml.policy.model import (
+    ZERO_HEAT,
     Asset,
     AssetType,
     ExportPolicy,
@@ -55,8 +56,7 @@ from gaml.policy.model import (
     TrustClass,
 )
 
-_NO_HEAT: Final = Heat()
-_NO_HEAT_ROW: Final = [0, 0, 0.0]  # the zero heat in a snapshot's row
+_ZERO_ROW: Final = [0, 0, 0.0]  # the zero heat in a snapshot's row
 
 Signature = tuple[str, str, PrivacyScope, InferencePolicy, TrainingPolicy, ExportPolicy, ReplicationPolicy]
 
@@ -264,9 +264,15 @@ class PartitionViews:
     def heat_of(self, id_: str) -> Heat:
         """The heat of the asset ``id_`` (the zero heat for one never visited, or not held)."""
         h = self.heats.get(id_)
-        return _NO_HEAT if h is None else Heat(*h)
+        return ZERO_HEAT if h is None else Heat(*h)
 
-    def put(self, v: View, heat: Heat = _NO_HEAT) -> None:
+    def _set_heat(self, id_: str, heat: Heat) -> None:
+        if heat == ZERO_HEAT:
+            self.heats.pop(id_, None)
+        else:
+            self.heats[id_] = (heat.visits, heat.last_access, heat.score)
+
+    def put(self, v: View, heat: Heat = ZERO_HEAT) -> None:
         old = self._drop(v.id)
         if old is None or old.signature != v.signature:
             self.epoch += 1
@@ -276,8 +282,7 @@ class PartitionViews:
         """Index a view whose id is not held, with its asset's heat (``touched``: where the heat class's entries go,
         for one sort later; None: into :attr:`touched` now)."""
         self.views[v.id] = v
-        if heat != _NO_HEAT:
-            self.heats[v.id] = (heat.visits, heat.last_access, heat.score)
+        self._set_heat(v.id, heat)
         h = self.hashes[v.id] = int.from_bytes(hashlib.blake2b(v.id.encode(), digest_size=16, key=self.key).digest())
         self.digest ^= h
         self.groups.setdefault(v.signature, set()).add(v.id)
@@ -316,10 +321,7 @@ class PartitionViews:
         old = self.heat_of(id_)
         if old == heat:
             return
-        if heat == _NO_HEAT:
-            del self.heats[id_]
-        else:
-            self.heats[id_] = (heat.visits, heat.last_access, heat.score)
+        self._set_heat(id_, heat)
         if standing(v) == "heat":
             self.touched.discard((-_touched(v, old), id_))
             self.touched.add((-_touched(v, heat), id_))
@@ -384,7 +386,7 @@ class PartitionViews:
     def dump(self) -> bytes:
         """Each view's row (:meth:`View.to_json`) followed by its heat (``[visits, last access, score]``), by id."""
         heats = self.heats
-        return orjson.dumps([[*self.views[i].to_json(), list(heats.get(i, _NO_HEAT_ROW))] for i in sorted(self.views)])
+        return orjson.dumps([[*self.views[i].to_json(), list(heats.get(i, _ZERO_ROW))] for i in sorted(self.views)])
 
     @classmethod
     def load(cls, data: bytes, key: bytes = b"") -> PartitionViews:
@@ -405,8 +407,7 @@ class PartitionViews:
                 v = View.from_json(row[:-1])
                 if v.id in pv.views:
                     raise ValueError(f"view {v.id} is twice in the snapshot")
-                heat = row[-1]
-                pv._add(v, _NO_HEAT if heat == _NO_HEAT_ROW else _HEAT(heat), touched)
+                pv._add(v, _HEAT(row[-1]), touched)
         finally:
             if enabled:
                 gc.enable()
