@@ -15,7 +15,7 @@ from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.node import Node
 from gaml.node.core.store.blobs import BlobStore, MemoryBlobs
-from gaml.node.core.store.kv import KV, MemoryKV
+from gaml.node.core.store.kv import KV, MemoryKV, Op
 from gaml.node.core.store.store import Store
 from gaml.node.core.store.vectors import AdaptiveFactory, ExactFactory, IndexFactory
 from gaml.node.core.text import parsers
@@ -55,11 +55,17 @@ class World:
 
 class CountingKV(MemoryKV):
     """A MemoryKV that counts the keys it is asked to load, per space and key (a fake, not a mock). The store opens
-    every record it loads (decrypts and decodes it), so loads of ``assets`` count record openings."""
+    every record it loads (decrypts and decodes it), so loads of ``assets`` count record openings. It also notes each
+    commit: the spaces it wrote and whether it asked to be durable on return (``sync``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.loads: Counter[tuple[str, bytes]] = Counter()
+        self.commit_log: list[tuple[frozenset[str], bool]] = []
+
+    def commit(self, ops: Sequence[Op], *, sync: bool = True) -> None:
+        super().commit(ops, sync=sync)
+        self.commit_log.append((frozenset(op.space for op in ops), sync))
 
     def loaded(self, space: str, key: bytes | None = None) -> int:
         """How many loads of ``key`` (None: of any key) of ``space`` so far."""

@@ -726,6 +726,29 @@ def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:
     assert [node.store.get(i).heat.visits for i in shown] == [4] + [3] * (len(shown) - 1)
 
 
+def test_a_frame_commits_its_visit_without_waiting_for_the_disk_and_content_writes_still_wait() -> None:
+    """The heat a frame's visit records is local state: its commit does not ask for an fsync (``sync=False``, as the
+    access log's receipts), while a put's commit does; the heat is there after the store is closed and reopened."""
+    kv = CountingKV()
+    w = memory_world()
+    w.make_kv = lambda: kv
+    node = build(w)
+    ladder = Ladder(node, Ingestor(node, Rules.load_default()))
+    (extra,) = node.put([fact("The billing database keeps its backups for thirty days.")], LATER - 10**6)
+    assert kv.commit_log[-1] == (frozenset({"assets", "index", "journal", "vectors"}), True)
+    req = HydrationRequest("which port does the billing database listen on?", "alice", LATER, 2000)
+    before = len(kv.commit_log)
+    facts = Hydrator(node, on_read=ladder.visit).hydrate(req).receipt["facts"]
+    shown = sorted({f["id"] for f in facts if f["seeded_by"] != "profile"})
+    visits = [c for c in kv.commit_log[before:] if "assets" in c[0]]
+    assert shown and visits == [(frozenset({"assets", "meta"}), False)]
+    node.close()
+    w.make_kv = kv.reopened
+    reopened = w.open_node()
+    assert [reopened.store.get(i).heat.visits for i in shown] == [1] * len(shown)
+    assert reopened.store.get(extra).payload["text"].startswith("The billing database")
+
+
 def test_the_focus_pass_leaves_out_only_what_does_not_fit(mem_node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
     """At every budget from roomy to tiny: the first pass shows items in rank order, verbatim or else by their
     sentence for the goal, and an item it leaves out (or leaves for a lower rung) did not fit in what it left over;

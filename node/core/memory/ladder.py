@@ -458,14 +458,15 @@ class Ladder:
         """Record reads (id, the level it was read at): heat rises by the depth of the interaction.
 
         ``records``: those the reader opened (a hydrator's frames): what they hold is not opened again, and they hold
-        the new heat afterwards."""
+        the new heat afterwards. The heat is committed without waiting for the disk (``Store.update_local``'s
+        ``sync=False``, as the access log's receipts are): a frame does not pay an fsync for what it was read at."""
         assets = self.store.get_many([i for i, _ in reads], records=records)
         changes = []
         for a, (_, level) in zip(assets, reads, strict=True):
             if a is not None:
                 heat = visit(a.heat, level, now, self.policy)
                 changes.append((a.id, tier_at(heat, a.created_at, a.level, is_critical(a), now, self.policy), heat))
-        self.store.update_local(changes, records=records)
+        self.store.update_local(changes, records=records, sync=False)
 
 
 # Sources before what is compiled from them: L0 first.

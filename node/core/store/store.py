@@ -752,7 +752,9 @@ class Store:
             live.dirty = True
         return changed
 
-    def update_local(self, changes: Sequence[tuple[str, Tier, Heat]], *, records: Records | None = None) -> int:
+    def update_local(
+        self, changes: Sequence[tuple[str, Tier, Heat]], *, records: Records | None = None, sync: bool = True
+    ) -> int:
         """Set the local, unsigned state (tier and heat) of live assets in one commit; returns how many changed.
 
         Local state is not content: no version, no signature, no journal entry (it does not replicate). The views
@@ -762,6 +764,9 @@ class Store:
         a checkpoint clears the notes.
         ``records``: what the caller already opened (a hydrator's frames): the records are read through it, and it
         holds the rewritten ones afterwards, so it stays current.
+        ``sync=False``: the commit returns before the disk has it (``KV.commit``), for what a reader's visit records
+        (a frame's heat): a process that dies loses nothing, a machine that loses power forgets at most the last
+        visits' heat, and the records and their notes stay one atomic batch either way.
         """
         if not changes:
             return 0
@@ -783,7 +788,7 @@ class Store:
             n = self.local_writes + 1
             ops += [Put("meta", LOCAL_LOG + self.sid(i), pack(n)) for i in written]  # one entry per record, at most
             ops.append(Put("meta", LOCAL_SEQ, pack(n)))
-            self.kv.commit(ops)
+            self.kv.commit(ops, sync=sync)
             self.local_writes = n
             for new in written.values():
                 live = self._live[self.pid_of(partition_of(new))]
