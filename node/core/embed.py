@@ -17,6 +17,7 @@ from typing import Final, Protocol
 import numpy as np
 
 _WORD: Final = re.compile(r"[\w']+", re.UNICODE)
+GRAMS_MAX: Final = 1 << 16  # the words and word pairs whose bucket a HashEmbedder remembers
 
 
 class Embedder(Protocol):
@@ -32,23 +33,36 @@ class HashEmbedder:
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
         self.id = f"hash-v1-{dim}"
+        # gram -> its bucket + 1, negated for a negative sign: the words of a memory repeat. Strings and ints only,
+        # which the garbage collector does not track; emptied when full.
+        self._grams: dict[str, int] = {}
 
     def _features(self, text: str) -> dict[int, float]:
         words = [w.lower() for w in _WORD.findall(text)]
         feats: dict[int, float] = {}
-        grams = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
-        for g in grams:
-            h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
-            bucket, sign = h % self.dim, 1.0 if (h >> 63) & 1 else -1.0
-            feats[bucket] = feats.get(bucket, 0.0) + sign
+        grams = self._grams
+        for g in itertools.chain(words, map(" ".join, itertools.pairwise(words))):
+            code = grams.get(g)
+            if code is None:
+                if len(grams) >= GRAMS_MAX:
+                    grams.clear()
+                h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
+                code = grams[g] = h % self.dim + 1 if (h >> 63) & 1 else -(h % self.dim) - 1
+            if code > 0:
+                feats[code - 1] = feats.get(code - 1, 0.0) + 1.0
+            else:
+                feats[-code - 1] = feats.get(-code - 1, 0.0) - 1.0
         return feats
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
-            for bucket, v in self._features(text).items():
-                out[i, bucket] = math.copysign(math.log1p(abs(v)), v)
-            norm = float(np.linalg.norm(out[i]))
-            if norm > 0:
-                out[i] /= norm
+            feats = self._features(text)
+            if feats:
+                values = np.fromiter(feats.values(), np.float64, len(feats))
+                out[i, np.fromiter(feats.keys(), np.intp, len(feats))] = np.sign(values) * np.log1p(np.abs(values))
+                norm = float(np.linalg.norm(out[i]))
+                if norm > 0:
+                    out[i] /= norm
         return out
+
