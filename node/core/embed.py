@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import re
 from collections.abc import Sequence
 from typing import Final, Protocol
@@ -65,4 +64,3 @@ class HashEmbedder:
                 if norm > 0:
                     out[i] /= norm
         return out
-
