@@ -47,10 +47,8 @@ class HashEmbedder:
                     grams.clear()
                 h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
                 code = grams[g] = h % self.dim + 1 if (h >> 63) & 1 else -(h % self.dim) - 1
-            if code > 0:
-                feats[code - 1] = feats.get(code - 1, 0.0) + 1.0
-            else:
-                feats[-code - 1] = feats.get(-code - 1, 0.0) - 1.0
+            bucket = abs(code) - 1
+            feats[bucket] = feats.get(bucket, 0.0) + (1.0 if code > 0 else -1.0)
         return feats
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
