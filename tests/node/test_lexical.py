@@ -455,6 +455,61 @@ def test_a_search_between_a_commit_and_its_report_sees_the_disk(backend: Backend
     assert [i for i, _ in fresh.search(PID_A, "delta alpha", 5)] == [sid(2).hex(), sid(0).hex()]
 
 
+class ScanCountingKV:
+    """A KV that counts the range scans of the lexical postings (``L`` keys of the ``index`` space)."""
+
+    def __init__(self, kv: KV) -> None:
+        self.kv = kv
+        self.posting_scans = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.kv, name)
+
+    def load_range(
+        self,
+        space: str,
+        start: bytes = b"",
+        end: bytes | None = None,
+        *,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        if space == "index" and start.startswith(b"L"):
+            self.posting_scans += 1
+        return self.kv.load_range(space, start, end, reverse=reverse, limit=limit)
+
+
+def test_a_partition_made_in_this_process_is_searched_without_a_scan(backend: Backend) -> None:
+    """A partition with no postings before a commit starts in memory and follows every commit (adds, edits, deletes,
+    a discarded batch): its searches read no posting from disk and rank as textbook BM25. A partition that had
+    postings on disk before this index saw it is still read from disk once, never taken for empty."""
+    counting = ScanCountingKV(backend.kv)
+    index = LexicalIndex(counting, blind)  # type: ignore[arg-type]
+    docs = dict(CORPUS)
+    add_all(index, counting, PID_A, docs)  # type: ignore[arg-type]
+    apply(index, counting, [(PID_A, sid(1), "green tea again", docs[sid(1)]), (PID_A, sid(2), None, docs[sid(2)])])  # type: ignore[arg-type]
+    docs[sid(1)] = "green tea again"
+    del docs[sid(2)]
+    index.doc_ops(PID_A, sid(9), "tea tea tea", None)
+    index.discard_staged()  # abandoned: nothing written, and the partition is read again from disk
+    apply(index, counting, [(PID_A, sid(9), "dragon tea", None)])  # type: ignore[arg-type]
+    docs[sid(9)] = "dragon tea"
+    counting.posting_scans = 0
+    fresh = {sid(20): "a new partition of tea", sid(21): "and of green dragons"}
+    add_all(index, counting, PID_B, fresh)  # type: ignore[arg-type]
+    for query in ("green tea", "dragon", "tea hoard gold"):
+        assert_ranking(index.search(PID_B, query, 10), reference_bm25(fresh, query))
+    assert counting.posting_scans == 0  # PID_B: all in memory since its first commit
+    for query in ("green tea", "dragon", "tea hoard gold"):
+        assert_ranking(index.search(PID_A, query, 10), reference_bm25(docs, query))
+    assert counting.posting_scans == 1  # PID_A: dropped by the discard, so read from disk once
+    reopened = LexicalIndex(counting, blind)  # type: ignore[arg-type]
+    add_all(reopened, counting, PID_B, {sid(22): "tea at last"})  # type: ignore[arg-type]
+    fresh[sid(22)] = "tea at last"
+    assert_ranking(reopened.search(PID_B, "tea", 10), reference_bm25(fresh, "tea"))
+    assert counting.posting_scans == 2  # postings on disk before: read, not taken for empty
+
+
 def test_discarded_ops_leave_the_cache_equal_to_disk(backend: Backend) -> None:
     """Ops produced and then discarded (the commit failed) leave the statistics equal to disk, and the next
     commit builds on disk; if a commit reported as failed had in fact landed, the index rereads it."""

@@ -44,20 +44,20 @@ excluded ones included: it is a statistic of the partition, identical for every 
 about which documents the filter excluded (a ``df`` counted after filtering would). Results are the best ``k``, by
 score descending then ``sid`` ascending.
 
-Postings in memory. A search does not read the ``KV``: each partition's postings are held in memory, per term as
-arrays of document ordinals (ascending) and term frequencies (``uint32``). They come from the store's sealed index
-snapshot (:meth:`dump`, :meth:`load`; parsed on the partition's first search, and the journal after the snapshot
-replayed into them with :meth:`replace`), else from one range scan of the partition's postings on its first search.
-They are kept in step with every committed change (``commit_staged`` applies what the committed ops did;
-``discard_staged`` drops the partitions touched, to be read again from disk). A changed or removed document's ordinal
-is retired (a live mask; a term's ``df`` counts its live postings), a new version gets a new ordinal; when retired
-ordinals outnumber live ones the partition is compacted in memory. Scoring is vectorised (numpy, float64, in the
-formula's order of operations) and pruned as MaxScore prunes (:meth:`LexicalIndex.search`): a query's frequent terms
-are only looked up for the documents its rarer terms met, once no other document can reach the ``k`` best; the
-result is the exhaustive one, and each score is summed in the query's term order whatever was pruned. A term's live
-count (``df``) is kept between searches and counted again after a retirement in the partition. Nothing of this is
-written in the clear: the terms are the blinded keys, and the
-snapshot is sealed with the partition's key.
+Postings in memory. A search does not read the ``KV``: each partition's postings are held in memory, per term as arrays
+of document ordinals (ascending) and term frequencies (``uint32``). They come from the store's sealed index snapshot
+(:meth:`dump`, :meth:`load`; parsed on the partition's first search, and the journal after the snapshot replayed into
+them with :meth:`replace`), else from one range scan of the partition's postings on its first search; a partition that
+had no postings when a commit wrote to it starts in memory then, with nothing to read. They are kept in step with every
+committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the partitions touched,
+to be read again from disk). A changed or removed document's ordinal is retired (a live mask; a term's ``df`` counts its
+live postings), a new version gets a new ordinal; when retired ordinals outnumber live ones the partition is compacted
+in memory. Scoring is vectorised (numpy, float64, in the formula's order of operations) and pruned as MaxScore prunes
+(:meth:`LexicalIndex.search`): a query's frequent terms are only looked up for the documents its rarer terms met, once
+no other document can reach the ``k`` best; the result is the exhaustive one, and each score is summed in the query's
+term order whatever was pruned. A term's live count (``df``) is kept between searches and counted again after a
+retirement in the partition. Nothing of this is written in the clear: the terms are the blinded keys, and the snapshot
+is sealed with the partition's key.
 
 The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
 change several documents of a partition, so ``doc_ops`` cannot read the statistics from disk for each of them. The
@@ -85,6 +85,7 @@ import re
 import struct
 import threading
 import unicodedata
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
@@ -176,6 +177,10 @@ def _check_id(value: bytes, what: str) -> None:
         raise ValueError(f"a {what} is {ID_BYTES} bytes, got {value!r}")
 
 
+_NONE: Final = np.empty(0, np.uint32)  # a term's arrays before it has any (shared: arrays are replaced, never changed)
+_NONE.flags.writeable = False
+
+
 class _Term:
     """One term's postings in one partition: ordinals (ascending) and frequencies, appended to (a retired ordinal's
     stay, and the partition's live mask leaves them out); with what search keeps of them between calls (its live
@@ -184,10 +189,12 @@ class _Term:
     __slots__ = ("_df", "_peak", "docs", "more_docs", "more_tf", "tf")
 
     def __init__(self, docs: np.ndarray | None = None, tf: np.ndarray | None = None) -> None:
-        self.docs = np.empty(0, np.uint32) if docs is None else docs
-        self.tf = np.empty(0, np.uint32) if tf is None else tf
-        self.more_docs: list[int] = []
-        self.more_tf: list[int] = []
+        self.docs = _NONE if docs is None else docs
+        self.tf = _NONE if tf is None else tf
+        # Postings added since the arrays were last made: C arrays of uint32, which the collector does not track (a
+        # partition holds a term object per distinct term, so lists here made every full collection longer).
+        self.more_docs = array("I")
+        self.more_tf = array("I")
         self._df = (-1, 0, 0)  # (the partition's retirements, postings, live postings) when last counted
         self._peak = (0, 0, math.inf)  # (postings, largest tf, shortest document length) over the first ones
 
@@ -197,9 +204,9 @@ class _Term:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self.more_docs:
-            self.docs = np.concatenate((self.docs, np.asarray(self.more_docs, np.uint32)))
-            self.tf = np.concatenate((self.tf, np.asarray(self.more_tf, np.uint32)))
-            self.more_docs, self.more_tf = [], []
+            self.docs = np.concatenate((self.docs, np.frombuffer(self.more_docs, np.uint32)))
+            self.tf = np.concatenate((self.tf, np.frombuffer(self.more_tf, np.uint32)))
+            self.more_docs, self.more_tf = array("I"), array("I")
         return self.docs, self.tf
 
     def sort(self) -> None:
@@ -272,8 +279,13 @@ class _Postings:
             self.by_id.pop(self.ids[o], None)
         if new:
             o = self._new(sid, id_, length)
+            terms = self.terms
             for b, tf in new.items():
-                self.terms.setdefault(b, _Term()).add(o, tf)
+                t = terms.get(b)
+                if t is None:
+                    t = terms[b] = _Term()
+                t.more_docs.append(o)
+                t.more_tf.append(tf)
 
     @property
     def stale(self) -> bool:
@@ -347,7 +359,12 @@ class LexicalIndex:
 
     def commit_staged(self) -> None:
         """The commit holding every op produced since the last call succeeded: staged statistics become committed,
-        and the postings in memory follow."""
+        and the postings in memory follow. A partition that had no postings before this commit starts in memory
+        (empty) and is kept in step from then on: its postings are all what the commits bring, so its first search
+        reads nothing from disk (a memory ingested in one process is searched there without a scan)."""
+        for pid in self._staged:
+            if pid not in self._memory and pid not in self._sealed and self._committed.get(pid) == (0, 0):
+                self._memory[pid] = _Postings()
         self._committed.update(self._staged)
         self._staged.clear()
         for pid, sid, new, length in self._staged_docs:
@@ -450,7 +467,10 @@ class LexicalIndex:
                 o = mem._new(sid, self._id_of(sid), dl)
             elif mem.length[o] != dl:
                 raise StoreCorrupt(f"a document of partition {pid.hex()} has postings of two lengths")
-            mem.terms.setdefault(b, _Term()).add(o, tf)
+            t = mem.terms.get(b)
+            if t is None:
+                t = mem.terms[b] = _Term()
+            t.add(o, tf)
         for t in mem.terms.values():  # ordinals were handed out in sid order across terms
             t.sort()
         if keep:
