@@ -675,8 +675,9 @@ class Counting(HashEmbedder):
         return super().embed(texts)
 
 
-def test_the_goal_is_embedded_once_per_hydration_whatever_the_plane() -> None:
-    """A plane of several segments, each ranked for the goal, embeds the goal once per hydration; a recency frame
+def test_the_goal_is_embedded_once_whatever_the_plane_and_not_again_when_repeated() -> None:
+    """A plane of several segments, each ranked for the goal, embeds the goal once; the same goal asked again (by a
+    new hydrator too: the vectors are the node's retriever's) is not embedded again, another goal is; a recency frame
     embeds nothing."""
     node = build(memory_world())
     counting = node.embedder = node.retriever.embedder = Counting(64)
@@ -685,10 +686,13 @@ def test_the_goal_is_embedded_once_per_hydration_whatever_the_plane() -> None:
     h = Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
     ranked = {f["segment"] for f in h.receipt["facts"] if f["seeded_by"] == "relevance"}
     assert ranked == {"work", "*"} and counting.texts == [goal]  # two segments ranked for it (elsewhere is empty)
-    Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
-    assert counting.texts == [goal, goal]
-    Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane, mode="recency"))
-    assert counting.texts == [goal, goal]
+    again = Hydrator(node).hydrate(HydrationRequest(goal, "alice", LATER, 700, plane))
+    assert counting.texts == [goal] and again.frame == h.frame
+    other = "billing export"
+    Hydrator(node).hydrate(HydrationRequest(other, "alice", LATER, 700, plane))
+    assert counting.texts == [goal, other]
+    Hydrator(node).hydrate(HydrationRequest("a goal never asked", "alice", LATER, 700, plane, mode="recency"))
+    assert counting.texts == [goal, other]
 
 
 def test_the_visit_after_a_frame_reads_no_record_the_frame_opened() -> None:

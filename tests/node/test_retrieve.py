@@ -7,15 +7,16 @@ import functools
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaml.node.core.access.retrieve import SearchRequest
+from gaml.node.core.access.retrieve import Query, QueryVectors, SearchRequest
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.node import Node
 from gaml.policy.access import Grant, Location, Permission, Principal
-from gaml.policy.errors import InvalidInput, PolicyError, UnknownPrincipal
+from gaml.policy.errors import GamlError, InvalidInput, PolicyError, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, Retention
 from tests.node.conftest import NOW, memory_world
 from tests.policy.test_access import oracle
@@ -318,3 +319,40 @@ def test_reads_are_logged_for_the_owner_only() -> None:
     assert receipt["who"] == "bob" and receipt["purpose"] == "context" and receipt["read"][0]["via"] == "public"
     with pytest.raises(PolicyError):
         node.governance.access_log("alice", node.governance.principal("bob"))
+
+
+class _Flaky(HashEmbedder):
+    """An embedder that fails its first ``failures`` calls, then embeds as HashEmbedder; it counts the texts."""
+
+    def __init__(self, dim: int, failures: int) -> None:
+        super().__init__(dim)
+        self.failures = failures
+        self.texts: list[str] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.texts += texts
+        if self.failures:
+            self.failures -= 1
+            raise GamlError("the model is not loaded yet")
+        return super().embed(texts)
+
+
+def test_query_vectors_are_kept_least_recently_used_and_never_a_failure() -> None:
+    """A query text's vector is kept after its first embedding (equal to the embedder's, read-only), the least
+    recently used is the one dropped when full, and a failed embedding is not kept: the next call tries again."""
+    emb = _Flaky(32, failures=1)
+    vectors = QueryVectors(size=2)
+    failed = Query("alpha", emb, vectors).dense()
+    assert failed[0] is None and "not loaded" in failed[1] and emb.texts == ["alpha"]
+    q, error, empty = Query("alpha", emb, vectors).dense()  # tried again, and kept this time
+    assert q is not None and not error and not empty and emb.texts == ["alpha", "alpha"]
+    assert np.array_equal(q, HashEmbedder(32).embed(["alpha"])[0]) and not q.flags.writeable
+    Query("beta", emb, vectors).dense()
+    assert Query("alpha", emb, vectors).dense()[0] is q  # alpha is now the most recent …
+    Query("gamma", emb, vectors).dense()  # … so beta is the one dropped
+    assert emb.texts == ["alpha", "alpha", "beta", "gamma"]
+    Query("alpha", emb, vectors).dense()
+    Query("beta", emb, vectors).dense()
+    assert emb.texts == ["alpha", "alpha", "beta", "gamma", "beta"] and vectors.hits == 2
+    other = HashEmbedder(16)  # another embedder's space: its own entry, whatever the text
+    assert Query("alpha", other, vectors).dense()[0].shape == (16,)  # type: ignore[union-attr]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
@@ -43,6 +44,7 @@ from gaml.policy.errors import GamlError, InvalidInput
 from gaml.policy.model import Asset, AssetType, Level, Retention, TrustClass
 
 RRF_K: Final = 60
+QUERY_VECTORS: Final = 256  # query texts whose vectors are kept (QueryVectors)
 DECIDED_MAX: Final = 1024  # cached audience decisions (partition x principal x purpose x location) before a reset
 STAGES: Final = ("identity", "partitions", "policy", "trust", "prefilter", "temporal", "relevance", "governor")
 TRUST_RANK: Final = {TrustClass.UNVERIFIED: 0, TrustClass.LOWER_TRUST: 1, TrustClass.HIGHER_TRUST: 2}
@@ -159,15 +161,52 @@ class Relevance:
     dense_empty: str = ""  # the embedder gave no vector for the text (nothing to rank by; not an error)
 
 
+class QueryVectors:
+    """The vectors of the last :data:`QUERY_VECTORS` query texts, by (embedder, text), least recently used out first:
+    an agent asks for the same goal again and again (each turn, each budget), and embedding it is most of a small
+    frame's time with a model. Only vectors are kept (read-only), never a failure: a failed embedding is tried again
+    on the next call. In memory only, as the request's text already is; thread-safe."""
+
+    def __init__(self, size: int = 0) -> None:
+        self.size = size or QUERY_VECTORS
+        self._got: dict[tuple[str, str], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, embedder: str, text: str) -> np.ndarray | None:
+        with self._lock:
+            q = self._got.pop((embedder, text), None)
+            if q is not None:
+                self._got[(embedder, text)] = q  # now the most recent
+                self.hits += 1
+            return q
+
+    def clear(self) -> None:
+        with self._lock:
+            self._got.clear()
+
+    def put(self, embedder: str, text: str, q: np.ndarray) -> np.ndarray:
+        q = np.array(q, copy=True)
+        q.flags.writeable = False
+        with self._lock:
+            self._got.pop((embedder, text), None)
+            self._got[(embedder, text)] = q
+            while len(self._got) > self.size:
+                del self._got[next(iter(self._got))]
+        return q
+
+
 class Query:
     """A request's text as the dense path needs it, embedded at most once, on first use, however many relevance
-    calls share it (the plane segments of one hydration): the vector, or why there is none."""
+    calls share it (the plane segments of one hydration): the vector, or why there is none. With ``vectors``, a text
+    embedded by an earlier request is not embedded again."""
 
-    __slots__ = ("_dense", "embedder", "text")
+    __slots__ = ("_dense", "embedder", "text", "vectors")
 
-    def __init__(self, text: str, embedder: Embedder) -> None:
+    def __init__(self, text: str, embedder: Embedder, vectors: QueryVectors | None = None) -> None:
         self.text = text
         self.embedder = embedder
+        self.vectors = vectors
         self._dense: tuple[np.ndarray | None, str, str] | None = None
 
     def dense(self) -> tuple[np.ndarray | None, str, str]:
@@ -175,12 +214,18 @@ class Query:
         if self._dense is None:
             q: np.ndarray | None = None
             error = empty = ""
+            known = self.vectors.get(self.embedder.id, self.text) if self.vectors is not None else None
+            if known is not None:
+                self._dense = (known, "", "")
+                return self._dense
             try:
                 (q,) = self.embedder.embed([self.text])
             except GamlError as e:
                 q, error = None, f"the embedder {self.embedder.id} failed: {e}"
             if q is not None and float(np.linalg.norm(q)) == 0:
                 q, empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
+            if q is not None and self.vectors is not None:
+                q = self.vectors.put(self.embedder.id, self.text, q)
             self._dense = (q, error, empty)
         return self._dense
 
@@ -208,6 +253,7 @@ class Retriever:
         # groups are unchanged (PartitionViews.epoch; a new views object is a new partition state): a call then
         # costs no pass over the partition's ids. Read-only once made; the retention check runs every call.
         self._decided: dict[tuple[bytes, Principal, Permission, Location], _Decided] = {}
+        self.vectors = QueryVectors()  # the recent query texts' vectors (a repeated goal is not embedded again)
 
     # -- stage 1 and 2 -------------------------------------------------------------------------------------------
 
@@ -391,7 +437,7 @@ class Retriever:
 
     def query(self, text: str) -> Query:
         """The dense query of ``text``, for relevance calls that share it (embedded once, when first needed)."""
-        return Query(text, self.embedder)
+        return Query(text, self.embedder, self.vectors)
 
     def relevance(
         self, req: SearchRequest, keep: Mapping[bytes, AbstractSet[str]], depth: int, query: Query | None = None
