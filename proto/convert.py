@@ -17,7 +17,7 @@ import base64
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from google.protobuf import json_format
@@ -337,9 +337,10 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
 
 def draft_pb_from_json(obj: Mapping[str, Any]) -> asset_pb2.Asset:
     """The ``gaml.v1.Asset`` message of a JSON draft (what a client sends to ``Put``), validated as
-    :func:`draft_from_json` validates it."""
-    draft_from_json(obj)
-    return _draft_message(obj)[0]
+    :func:`draft_from_json` validates it (one reading of the JSON serves both)."""
+    msg, prepared = _draft_message(obj)
+    _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
+    return msg
 
 
 def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -357,8 +358,21 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
     field given twice, or a value of the wrong type (with json_format's message).
     """
     msg, prepared = _draft_message(obj)
+    return _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
+
+
+def draft_from_pb(msg: asset_pb2.Asset) -> dict[str, Any]:
+    """The draft fields of a wire asset (what a node reads from ``Put``): what is set in it, as
+    :func:`draft_from_json` reads the message's JSON mapping, without writing and reading that JSON. Raises
+    :class:`UnknownEnumValue` for an enum number the schema does not define, and :class:`InvalidAsset` for a payload
+    number JSON cannot hold (NaN, ±Infinity) or an UNSPECIFIED ``asset_type``."""
+    return _draft_fields(msg, [fd.name for fd, _ in msg.ListFields()])
+
+
+def _draft_fields(msg: asset_pb2.Asset, names: Sequence[str]) -> dict[str, Any]:
+    """The domain values of the fields ``names`` of a draft's message (``draft_from_json``'s result)."""
     draft: dict[str, Any] = {}
-    for name in (_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY):
+    for name in names:
         if name in ENUM_FIELDS:
             member = _enum_from_pb(name, getattr(msg, name))
             if member is None:
@@ -367,7 +381,11 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
                 continue
             draft[name] = member
         elif name == "payload":
-            draft[name] = thaw_json(freeze_json(_payload_from_pb(msg.payload)))
+            try:
+                payload = _payload_from_pb(msg.payload)
+            except (json_format.Error, ValueError) as e:  # a number JSON cannot hold (NaN, ±Infinity)
+                raise InvalidAsset(f"the asset does not fit its JSON form: {e}") from None
+            draft[name] = thaw_json(freeze_json(payload))
         else:
             draft[name] = _field_from_pb(msg, name)
     return draft

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
 import grpc
-from google.protobuf import json_format
 from google.protobuf.any_pb2 import Any as AnyPb
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError, Message
@@ -49,7 +48,8 @@ from gaml.policy.errors import (
     UnknownPrincipal,
 )
 from gaml.policy.model import MAX_PAYLOAD_DEPTH, AssetType, Level, PrivacyScope, ReplicationPolicy, nests_deeper
-from gaml.proto.convert import asset_to_pb, draft_from_json
+from gaml.proto.convert import asset_to_pb
+from gaml.proto.convert import draft_from_pb as convert_draft_from_pb
 from gaml.v1 import asset_pb2, memory_pb2
 
 T = TypeVar("T")
@@ -223,12 +223,9 @@ def _struct(d: Mapping[str, Any]) -> Struct:
 
 
 def draft_from_pb(a: asset_pb2.Asset) -> dict[str, Any]:
-    """The draft fields of a wire asset: what is set, read through the JSON mapping (which validates enums)."""
-    try:
-        fields = json_format.MessageToDict(a, preserving_proto_field_name=True)
-    except json_format.Error as e:  # a payload number JSON cannot hold (NaN, ±Infinity)
-        raise InvalidAsset(f"the asset does not fit its JSON form: {e}") from None
-    return draft_from_json(fields)
+    """The draft fields of a wire asset: what is set, as the JSON mapping reads it (enums validated), in one walk
+    over the message (``proto.convert.draft_from_pb``)."""
+    return convert_draft_from_pb(a)
 
 
 def grant_to_pb(g: Grant) -> memory_pb2.Grant:
