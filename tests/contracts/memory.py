@@ -75,6 +75,19 @@ def story_put_then_get(doors: Doors) -> list[Any]:
     return [id_, masked(asset_to_json(asset))]
 
 
+def story_scores_are_kept_as_given_zero_included(doors: Doors) -> list[Any]:
+    """Scores come back as given, a zero too (a fact its writer does not trust at all must not come back trusted
+    fully, as the scores' defaults would have it); scores not given take the defaults."""
+    zero = {"confidence_score": 0.0, "provenance_score": 0.0, "freshness_score": 0.0}
+    some = {"confidence_score": 0.25, "provenance_score": 1.0, "freshness_score": 0.5}
+    ids = doors.alice.put([fact("A rumour", **zero), fact("A report", **some), fact("A plain fact")])
+    got = [doors.alice.get(i) for i in ids]
+    scores = [{k: getattr(a, k) for k in zero} for a in got]
+    assert scores[:2] == [zero, some]
+    assert scores[2] == {"confidence_score": 1.0, "provenance_score": 0.5, "freshness_score": 1.0}
+    return [ids, scores]
+
+
 def story_check_only_writes_nothing(doors: Doors) -> list[Any]:
     """A check-only put answers the ids a put would give and writes nothing; the put then gives the same ids."""
     before = doors.alice.status().assets
@@ -314,6 +327,7 @@ def json_text(asset: Asset) -> str:
 
 STORIES: tuple[Story, ...] = (
     story_put_then_get,
+    story_scores_are_kept_as_given_zero_included,
     story_check_only_writes_nothing,
     story_search_is_governed,
     story_hydrate_keeps_the_goal_as_given,
