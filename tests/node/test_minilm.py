@@ -19,8 +19,10 @@ import pytest
 
 from gaml.node.shells.minilm import (
     EXPORT_NAME,
+    PAD_WASTE,
     PIECES_MAX,
     MiniLMEmbedder,
+    _batches,
     _Onnx,
     _Torch,
     bounded,
@@ -183,3 +185,19 @@ def test_the_onnx_runtime_embeds_without_torch(cache: Path) -> None:
     env = {**os.environ, "GAML_MODEL_CACHE": str(cache)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True, env=env)
     assert out.stdout.strip() == "[]"
+
+
+def test_onnx_batches_cut_by_tokens_hold_each_text_once_and_pad_little() -> None:
+    """Texts in ascending order of tokens are cut into batches of at most the given count, each text once and in
+    order, and a batch of more than one text pads by at most PAD_WASTE of its tokens (seeded random token counts)."""
+    rng = random.Random(5)
+    for _ in range(300):
+        sizes = [rng.choice((2, 3, rng.randint(2, 40), rng.randint(2, 256))) for _ in range(rng.randint(0, 60))]
+        order = sorted(range(len(sizes)), key=lambda i: (sizes[i], i))
+        most = rng.randint(1, 20)
+        batches = list(_batches(order, sizes, most))
+        assert [i for b in batches for i in b] == order
+        for b in batches:
+            assert 1 <= len(b) <= most
+            width, tokens = max(sizes[i] for i in b), sum(sizes[i] for i in b)
+            assert len(b) == 1 or width * len(b) <= tokens * (1 + PAD_WASTE) + 1e-9
