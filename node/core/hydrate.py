@@ -431,7 +431,7 @@ class Hydrator:
         beyond_total = 0
         beyond_where: dict[str, int] = {}
         shown: list[_Unit] = list(profile["units"])
-        query = self.retriever.query(sreq.text)  # the goal, embedded once for every segment (when one ranks)
+        query = self.retriever.query(sreq.text, sreq.principal)  # the goal, embedded once for every segment
         for seg in plane:
             keep = {
                 pid: _minus(self._in_segment(pid, ids, seg.name, named), contradicted) for pid, ids in auth.keep.items()

@@ -337,9 +337,10 @@ class _Flaky(HashEmbedder):
         return super().embed(texts)
 
 
-def test_query_vectors_are_kept_least_recently_used_and_never_a_failure() -> None:
+def test_query_vectors_are_kept_least_recently_used_per_asker_and_never_a_failure() -> None:
     """A query text's vector is kept after its first embedding (equal to the embedder's, read-only), the least
-    recently used is the one dropped when full, and a failed embedding is not kept: the next call tries again."""
+    recently used is the one dropped when full, and a failed embedding is not kept: the next call tries again. Kept
+    per asker: another principal's same text is embedded again (a faster answer must not tell bob what alice asked)."""
     emb = _Flaky(32, failures=1)
     vectors = QueryVectors(size=2)
     failed = Query("alpha", emb, vectors).dense()
@@ -356,3 +357,8 @@ def test_query_vectors_are_kept_least_recently_used_and_never_a_failure() -> Non
     assert emb.texts == ["alpha", "alpha", "beta", "gamma", "beta"] and vectors.hits == 2
     other = HashEmbedder(16)  # another embedder's space: its own entry, whatever the text
     assert Query("alpha", other, vectors).dense()[0].shape == (16,)  # type: ignore[union-attr]
+    asked = QueryVectors()
+    Query("divorce lawyer", emb, asked, who="alice").dense()
+    Query("divorce lawyer", emb, asked, who="alice").dense()
+    Query("divorce lawyer", emb, asked, who="bob").dense()
+    assert emb.texts[-2:] == ["divorce lawyer", "divorce lawyer"] and asked.hits == 1

@@ -162,22 +162,23 @@ class Relevance:
 
 
 class QueryVectors:
-    """The vectors of the last :data:`QUERY_VECTORS` query texts, by (embedder, text), least recently used out first:
-    an agent asks for the same goal again and again (each turn, each budget), and embedding it is most of a small
-    frame's time with a model. Only vectors are kept (read-only), never a failure: a failed embedding is tried again
-    on the next call. In memory only, as the request's text already is; thread-safe."""
+    """The vectors of the last :data:`QUERY_VECTORS` query texts, by (who asked, embedder, text), least recently used
+    out first: an agent asks for the same goal again and again (each turn, each budget), and embedding it is most of a
+    small frame's time with a model. Kept per asker, so that how fast a call answers never tells one principal what
+    another asked. Only vectors are kept (read-only), never a failure: a failed embedding is tried again on the next
+    call. In memory only, as the request's text already is; thread-safe."""
 
     def __init__(self, size: int = 0) -> None:
         self.size = size or QUERY_VECTORS
-        self._got: dict[tuple[str, str], np.ndarray] = {}
+        self._got: dict[tuple[str, str, str], np.ndarray] = {}
         self._lock = threading.Lock()
         self.hits = 0
 
-    def get(self, embedder: str, text: str) -> np.ndarray | None:
+    def get(self, who: str, embedder: str, text: str) -> np.ndarray | None:
         with self._lock:
-            q = self._got.pop((embedder, text), None)
+            q = self._got.pop((who, embedder, text), None)
             if q is not None:
-                self._got[(embedder, text)] = q  # now the most recent
+                self._got[(who, embedder, text)] = q  # now the most recent
                 self.hits += 1
             return q
 
@@ -185,12 +186,12 @@ class QueryVectors:
         with self._lock:
             self._got.clear()
 
-    def put(self, embedder: str, text: str, q: np.ndarray) -> np.ndarray:
+    def put(self, who: str, embedder: str, text: str, q: np.ndarray) -> np.ndarray:
         q = np.array(q, copy=True)
         q.flags.writeable = False
         with self._lock:
-            self._got.pop((embedder, text), None)
-            self._got[(embedder, text)] = q
+            self._got.pop((who, embedder, text), None)
+            self._got[(who, embedder, text)] = q
             while len(self._got) > self.size:
                 del self._got[next(iter(self._got))]
         return q
@@ -199,14 +200,15 @@ class QueryVectors:
 class Query:
     """A request's text as the dense path needs it, embedded at most once, on first use, however many relevance
     calls share it (the plane segments of one hydration): the vector, or why there is none. With ``vectors``, a text
-    embedded by an earlier request is not embedded again."""
+    that ``who`` had embedded by an earlier request is not embedded again."""
 
-    __slots__ = ("_dense", "embedder", "text", "vectors")
+    __slots__ = ("_dense", "embedder", "text", "vectors", "who")
 
-    def __init__(self, text: str, embedder: Embedder, vectors: QueryVectors | None = None) -> None:
+    def __init__(self, text: str, embedder: Embedder, vectors: QueryVectors | None = None, who: str = "") -> None:
         self.text = text
         self.embedder = embedder
         self.vectors = vectors
+        self.who = who
         self._dense: tuple[np.ndarray | None, str, str] | None = None
 
     def dense(self) -> tuple[np.ndarray | None, str, str]:
@@ -214,7 +216,7 @@ class Query:
         if self._dense is None:
             q: np.ndarray | None = None
             error = empty = ""
-            known = self.vectors.get(self.embedder.id, self.text) if self.vectors is not None else None
+            known = self.vectors.get(self.who, self.embedder.id, self.text) if self.vectors is not None else None
             if known is not None:
                 self._dense = (known, "", "")
                 return self._dense
@@ -225,7 +227,7 @@ class Query:
             if q is not None and float(np.linalg.norm(q)) == 0:
                 q, empty = None, f"the embedder {self.embedder.id} gives no vector for this text"
             if q is not None and self.vectors is not None:
-                q = self.vectors.put(self.embedder.id, self.text, q)
+                q = self.vectors.put(self.who, self.embedder.id, self.text, q)
             self._dense = (q, error, empty)
         return self._dense
 
@@ -435,9 +437,10 @@ class Retriever:
                 return True
         return False
 
-    def query(self, text: str) -> Query:
-        """The dense query of ``text``, for relevance calls that share it (embedded once, when first needed)."""
-        return Query(text, self.embedder, self.vectors)
+    def query(self, text: str, who: str) -> Query:
+        """The dense query of ``text`` asked by principal ``who``, for relevance calls that share it (embedded once,
+        when first needed; not again while ``who``'s recent texts hold it)."""
+        return Query(text, self.embedder, self.vectors, who)
 
     def relevance(
         self, req: SearchRequest, keep: Mapping[bytes, AbstractSet[str]], depth: int, query: Query | None = None
@@ -457,9 +460,9 @@ class Retriever:
         dense_error = dense_empty = ""
         if req.mode in ("hybrid", "dense") and req.text.strip():
             if query is None:
-                query = self.query(req.text)
-            elif query.text != req.text:
-                raise InvalidInput("a shared query is the request's own text")
+                query = self.query(req.text, req.principal)
+            elif query.text != req.text or query.who != req.principal:
+                raise InvalidInput("a shared query is the request's own text, asked by its own principal")
             q, dense_error, dense_empty = query.dense()
             if q is not None:
                 hits: list[Nearest] = []
