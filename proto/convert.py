@@ -363,9 +363,10 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def draft_from_pb(msg: asset_pb2.Asset) -> dict[str, Any]:
     """The draft fields of a wire asset (what a node reads from ``Put``): what is set in it, as
-    :func:`draft_from_json` reads the message's JSON mapping, without writing and reading that JSON. Raises
+    :func:`draft_from_json` reads the message's JSON mapping, without writing and reading that JSON (an unset or
+    UNSPECIFIED field is absent from the draft, ``asset_type`` too: building the asset then refuses it). Raises
     :class:`UnknownEnumValue` for an enum number the schema does not define, and :class:`InvalidAsset` for a payload
-    number JSON cannot hold (NaN, ±Infinity) or an UNSPECIFIED ``asset_type``."""
+    number JSON cannot hold (NaN, ±Infinity)."""
     return _draft_fields(msg, [fd.name for fd, _ in msg.ListFields()])
 
 
