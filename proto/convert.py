@@ -338,9 +338,7 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
 def draft_pb_from_json(obj: Mapping[str, Any]) -> asset_pb2.Asset:
     """The ``gaml.v1.Asset`` message of a JSON draft (what a client sends to ``Put``), validated as
     :func:`draft_from_json` validates it (one reading of the JSON serves both)."""
-    msg, prepared = _draft_message(obj)
-    _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
-    return msg
+    return _read_draft(obj)[0]
 
 
 def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -357,8 +355,13 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
     the accepted names), and :class:`InvalidAsset` for anything else malformed: not an object, an unknown field, a
     field given twice, or a value of the wrong type (with json_format's message).
     """
+    return _read_draft(obj)[1]
+
+
+def _read_draft(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, Any]]:
+    """A JSON draft's message and its draft fields, from one reading of the JSON."""
     msg, prepared = _draft_message(obj)
-    return _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
+    return msg, _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
 
 
 def draft_from_pb(msg: asset_pb2.Asset) -> dict[str, Any]:
