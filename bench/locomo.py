@@ -76,6 +76,7 @@ from gaml.node.core.text.parsers import parse
 from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter, TokenCounter
 from gaml.node.home import make_embedder
+from gaml.node.serve.daemon import settle_heap
 from gaml.policy.errors import GamlError
 from gaml.policy.model import item_id
 
@@ -784,8 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if hydrate:
                 ingested = ingest(conv, work / f"home-{k}", emb)
                 ingest_s = ingested.seconds
-                gc.collect()  # the heap settled as the daemon settles it (node.serve.daemon._settle_heap)
-                gc.freeze()
+                settle_heap(collect=True)  # as the daemon settles it once its memory is open and caught up
                 try:
                     t0 = time.perf_counter()
                     hydrated, stray = run_hydration(conv, ingested, budgets, counter, progress)

@@ -482,7 +482,7 @@ class Daemon:
                 self._loop.add_signal_handler(sig, self._stop.set)
         _event("starting", home=str(self.home), pid=os.getpid(), version=VERSION)
         self.service = await self.lane.run(self._open)
-        _settle_heap()
+        settle_heap()
         server: grpc.aio.Server | None = None
         health = HealthServicer()
         try:
@@ -591,7 +591,7 @@ class Daemon:
                 seen = mark
                 if run_moved:
                     _event("indexed", vectors=run_moved, s=round(time.monotonic() - run_t0, 3))
-                    _settle_heap(collect=True)
+                    settle_heap(collect=True)
                 run_moved = 0
 
     def _found(self, addrs: list[str]) -> None:
@@ -927,7 +927,7 @@ class Daemon:
         }
 
 
-def _settle_heap(*, collect: bool = False) -> None:
+def settle_heap(*, collect: bool = False) -> None:
     """What the node holds for as long as it runs (the views, postings, indexes just loaded or caught up) leaves the
     collector's view (``gc.freeze``): a full collection otherwise walks all of it again and again, and one took
     108-121 ms in a frame at 10k assets (26-37 ms after a freeze). It is still freed by reference counting; only a
