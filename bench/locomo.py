@@ -31,8 +31,10 @@ left out and counted (``missing_evidence``). Latency is per question and budget:
 for a baseline its ranking (with the question's embedding) plus its fill. Each hydration embeds its question
 (the retriever's vectors of recent goals are cleared before each call, so a question asked again at the next budget
 is not served from them), and the frames are made as ``gaml serve`` makes them: once a conversation is ingested the
-heap is settled (``gc.collect``, then ``gc.freeze``, as the daemon does once its memory is open and caught up), so a
-full collection walks what the frames make, not the whole process (the benchmark's own imports included).
+heap is settled (``gc.collect``, then ``gc.freeze``, as the daemon does once its memory is open and caught up), and
+after each frame what the frame left is (``settle_heap(young=True)``, as the daemon does after each call, timed with
+the call), so a full collection walks neither the whole process (the benchmark's own imports included) nor what
+earlier frames cached.
 The token counter is ``node.tokens.HeuristicCounter``, or with ``--counter`` an exact BPE count
 (``node.bpe.BpeCounter``, which needs ``bpe-openai``).
 
@@ -471,6 +473,7 @@ def run_hydration(
             ingested.node.retriever.vectors.clear()  # the question's embedding is part of each call's time
             t0 = time.perf_counter()
             h = hydrator.hydrate(request)
+            settle_heap(young=True)  # as the daemon's core lane does after each call, inside its time
             latency_ms = (time.perf_counter() - t0) * 1e3
             receipt = h.receipt
             spent = int(receipt["budget"]["spent"])

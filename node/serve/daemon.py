@@ -124,6 +124,9 @@ INDEX_CHUNK: Final = 512  # vectors per background indexing step (a fraction of 
 INDEX_IDLE_S: Final = 0.2  # a step runs once the lane has had no call for this long, …
 INDEX_BACKLOG: Final = 65_536  # … or, while this many vectors wait, between calls
 INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
+# After this long without a call, the heap is collected whole, frozen objects included (settle_heap's thaw): what each
+# call froze and has since become cyclic garbage is freed then, not never.
+HEAP_IDLE_S: Final = 30.0
 PEER_SHARE_OF_DEADLINE: Final = 0.5  # a peer read waits at most this share of the call's remaining time
 
 log = logging.getLogger("gaml.daemon")
@@ -220,6 +223,7 @@ class CoreLane:
         self.queued = 0  # calls queued or running (not replication's housekeeping, not background indexing)
         self.last_active = 0.0  # time.monotonic() when a call last started or ended
         self.touched = 0.0  # time.monotonic() when any work but background indexing last ended (it may have written)
+        self.frozen_calls = 0  # calls whose survivors were frozen since the heap was last collected whole
         self._count = threading.Lock()
 
     def _foreground(self, started: bool) -> None:
@@ -235,6 +239,9 @@ class CoreLane:
             try:
                 return fn()
             finally:
+                if not background:  # what the call cached stays out of later full collections (settle_heap)
+                    settle_heap(young=True)
+                    self.frozen_calls += 1
                 self.busy_s += time.perf_counter() - t0
 
         if background:
@@ -399,6 +406,7 @@ class Daemon:
         self._socket_ino: int | None = None
         self._stopping = False
         self._indexer: asyncio.Task[None] | None = None
+        self._settler: asyncio.Task[None] | None = None
         self.indexed_in_background = 0  # vectors the background indexer moved into their indexes
         self.metrics: Metrics | None = None
         self.metrics_url: str | None = None
@@ -505,6 +513,7 @@ class Daemon:
                 node_id=self.service.node.node_id[:16],
             )
             self._indexer = asyncio.create_task(self._index_in_background(), name="gaml-indexer")
+            self._settler = asyncio.create_task(self._settle_when_idle(), name="gaml-heap")
             self._ready.set()
             await self._stop.wait()
             _event("stopping", grace_s=self.opts.grace_s)
@@ -593,6 +602,24 @@ class Daemon:
                     _event("indexed", vectors=run_moved, s=round(time.monotonic() - run_t0, 3))
                     settle_heap(collect=True)
                 run_moved = 0
+
+    async def _settle_when_idle(self) -> None:
+        """Once no call has run for :data:`HEAP_IDLE_S` since calls froze what they left, the whole heap is collected,
+        frozen objects included, and frozen again (``settle_heap(thaw=True)``), on the lane; logs ``heap_settled``."""
+        while True:
+            await asyncio.sleep(HEAP_IDLE_S / 4)
+            if not self.lane.frozen_calls or not self.lane.idle(HEAP_IDLE_S):
+                continue
+            t0 = time.perf_counter()
+            calls = self.lane.frozen_calls
+
+            def settle() -> int:
+                self.lane.frozen_calls = 0
+                settle_heap(thaw=True)
+                return gc.get_freeze_count()
+
+            kept = await self.lane.run(settle, background=True)
+            _event("heap_settled", calls=calls, objects=kept, ms=round((time.perf_counter() - t0) * 1000, 1))
 
     def _found(self, addrs: list[str]) -> None:
         """A node found on the LAN (mDNS): dial it and keep dialling, as a bootstrap peer."""
@@ -706,10 +733,11 @@ class Daemon:
         write_atomic(p, json.dumps(info).encode(), mode=0o600)
 
     async def _shutdown(self, server: grpc.aio.Server | None, health: HealthServicer) -> None:
-        if self._indexer is not None:
-            self._indexer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):  # shutting down: the checkpoint must run
-                await self._indexer
+        for task in (self._indexer, self._settler):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):  # shutting down: the checkpoint must run
+                    await task
         if self._gate is not None:
             self._gate.close()  # no new connections
             with contextlib.suppress(FileNotFoundError):
@@ -927,14 +955,21 @@ class Daemon:
         }
 
 
-def settle_heap(*, collect: bool = False) -> None:
-    """What the node holds for as long as it runs (the views, postings, indexes just loaded or caught up) leaves the
-    collector's view (``gc.freeze``): a full collection otherwise walks all of it again and again, and one took
-    108-121 ms in a frame at 10k assets (26-37 ms after a freeze). It is still freed by reference counting; only a
-    cycle that was garbage when frozen would stay, so ``collect`` first where garbage may be pending (after a
-    catch-up; a store just opened has made none worth a full walk of it)."""
-    if collect:
+def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = False) -> None:
+    """What the node holds for as long as it runs (the views, postings, indexes just loaded or caught up, the records
+    and texts its caches keep) leaves the collector's view (``gc.freeze``): a full collection otherwise walks all of
+    it again and again, and one took 108-121 ms in a frame at 10k assets (26-37 ms after a freeze). It is still freed
+    by reference counting; only a cycle that was garbage when frozen, or became garbage since, would stay until a
+    ``thaw``. What is collected first: ``collect``, the whole unfrozen heap (after a catch-up; a store just opened has
+    made no garbage worth a full walk of it); ``young``, only the young generations (after each call: what the call
+    left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the whole heap, 0.3 s at
+    100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`)."""
+    if thaw:
+        gc.unfreeze()
+    if collect or thaw:
         gc.collect()
+    elif young:
+        gc.collect(1)
     gc.freeze()
 
 

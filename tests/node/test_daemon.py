@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,8 +39,9 @@ from grpc_status import rpc_status
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.text.parsers import parse
+from gaml.node.serve import daemon as daemon_mod
 from gaml.node.serve.client import Client
-from gaml.node.serve.daemon import INDEX_CHUNK, Daemon, info_path
+from gaml.node.serve.daemon import INDEX_CHUNK, Daemon, info_path, settle_heap
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
@@ -942,6 +945,59 @@ def test_vectors_put_through_the_daemon_are_indexed_in_the_background_without_a_
         assert s.daemon.indexed_in_background == n
         hits = c.search(f"background indexing fact {n - 1}: the kettle {n - 1} boils", mode=2)
         assert hits and hits[0]["id"] == ids[-1]
+
+
+class _Cell:
+    """A collectable object that can hold itself (a cycle) and be weakly referenced."""
+
+    def __init__(self) -> None:
+        self.me: _Cell | None = None
+
+
+def _cycle() -> tuple[_Cell, weakref.ref[_Cell]]:
+    c = _Cell()
+    c.me = c
+    return c, weakref.ref(c)
+
+
+def test_settle_heap_freezes_what_survives_and_only_a_thaw_frees_a_cycle_frozen_alive() -> None:
+    """After a call (``young``): the young cyclic garbage is collected and what survives is frozen, out of every
+    generation a collection walks; a frozen object that becomes cyclic garbage later stays until a ``thaw``."""
+    try:
+        gc.collect()
+        kept, kept_ref = _cycle()
+        dropped, dropped_ref = _cycle()
+        del dropped
+        assert dropped_ref() is not None  # cyclic: reference counting cannot free it
+        settle_heap(young=True)
+        assert dropped_ref() is None
+        assert gc.get_freeze_count() > 0 and not any(o is kept for o in gc.get_objects())
+        del kept
+        gc.collect()
+        assert kept_ref() is not None  # frozen when alive: no collection looks at it …
+        settle_heap(thaw=True)
+        assert kept_ref() is None  # … until the heap is collected whole
+    finally:
+        gc.unfreeze()
+
+
+def test_the_daemon_freezes_after_each_call_and_collects_the_whole_heap_once_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each call freezes what it left (counted), and once no call has run for ``HEAP_IDLE_S`` the whole heap is
+    collected, frozen objects included, logged once as ``heap_settled``."""
+    monkeypatch.setattr(daemon_mod, "HEAP_IDLE_S", 0.2)
+    try:
+        with daemon_log() as log, served() as s, unix_client(s.home) as c:
+            c.put([fact("the heap keeper's fact: the kettle boils")])
+            c.search("kettle")
+            event = log.wait_for(lambda e: e["event"] == "heap_settled")
+            assert event["calls"] >= 2 and event["objects"] > 0 and event["ms"] >= 0
+            assert s.daemon.lane.frozen_calls == 0
+            c.search("kettle")
+            assert s.daemon.lane.frozen_calls == 1
+    finally:
+        gc.unfreeze()
 
 
 # -- 8. graceful shutdown ----------------------------------------------------------------------------------------------
