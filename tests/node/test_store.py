@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import random
 import subprocess
@@ -18,6 +19,7 @@ from gaml.node.core.store import lexical
 from gaml.node.core.store import store as store_mod
 from gaml.node.core.store.kv import Delete, MemoryKV, Put
 from gaml.node.core.store.store import TOMBSTONES_KEY, Records, Store
+from gaml.node.core.store import views as views_mod
 from gaml.node.core.store.views import View
 from gaml.policy import crypto
 from gaml.policy.access import Principal as GovPrincipal
@@ -339,6 +341,45 @@ def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world
     assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
     assert pid in node.store.lexical._memory
     node.close(checkpoint=False)
+
+
+def test_a_snapshot_loads_with_the_collector_paused_and_leaves_it_as_it_was(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a snapshot holds (views, postings, the vector index) lives as long as its partition: no cyclic collection
+    walks it while it is made, and the collector is running again after the store opened (or still off, if it was)."""
+    node = world.open_node()
+    node.put([fact(f"collector fact {i} walnut") for i in range(30)], NOW)
+    node.close()
+    seen: list[bool] = []
+    factory = world.factory
+    real_load, real_parse = factory.load, lexical.LexicalIndex._parse_blob
+
+    def load(data: bytes) -> Any:
+        seen.append(gc.isenabled())
+        return real_load(data)
+
+    def parse(data: bytes) -> Any:
+        seen.append(gc.isenabled())
+        return real_parse(data)
+
+    monkeypatch.setattr(factory, "load", load)
+    monkeypatch.setattr(lexical.LexicalIndex, "_parse_blob", staticmethod(parse))
+    assert gc.isenabled()
+    node = world.open_node()
+    assert node.store.rebuilt_indexes == 0 and seen == [False]
+    assert gc.isenabled()
+    pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    assert len(node.store.lexical.search(pid, "walnut", 50)) == 30  # the postings parsed on first use …
+    assert seen == [False, False] and gc.isenabled()  # … with the collector paused too
+    node.close()
+    gc.disable()
+    try:
+        with views_mod.collector_paused():
+            pass
+        assert not gc.isenabled()  # nested in a pause: left paused
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])

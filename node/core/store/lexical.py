@@ -95,6 +95,7 @@ import numpy as np
 import Stemmer
 
 from gaml.node.core.store.kv import KV, Delete, Op, Put, prefix_end
+from gaml.node.core.store.views import collector_paused
 from gaml.policy.errors import StoreCorrupt
 
 SPACE: Final = "index"
@@ -533,7 +534,8 @@ class LexicalIndex:
     @staticmethod
     def _parse(data: bytes) -> _Postings:
         try:
-            return LexicalIndex._parse_blob(data)
+            with collector_paused():  # a term object per term, all kept
+                return LexicalIndex._parse_blob(data)
         except (ValueError, struct.error) as e:
             raise StoreCorrupt(f"the lexical postings of an index snapshot do not parse: {e}") from None
 

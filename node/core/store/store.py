@@ -39,7 +39,7 @@ from gaml.node.core.store.blobs import BlobStore
 from gaml.node.core.store.kv import KV, Delete, Op, Put, pack, prefix_end
 from gaml.node.core.store.lexical import ANALYZER, LexicalIndex
 from gaml.node.core.store.vectors import IndexFactory, VectorIndex, top_k
-from gaml.node.core.store.views import PartitionViews, View
+from gaml.node.core.store.views import PartitionViews, View, collector_paused
 from gaml.policy import crypto
 from gaml.policy.errors import (
     BadSignature,
@@ -371,6 +371,10 @@ class Store:
         return "" if event is None else crypto.keyed_hash(self._meta_key, pack(seq) + event).hex()
 
     def _load_snapshot(self, live: _Live) -> bool:
+        with collector_paused():  # at 100k assets, collections during the index's load were 0.5-0.9 of its 1.2 s
+            return self._read_snapshot(live)
+
+    def _read_snapshot(self, live: _Live) -> bool:
         pid = live.part.pid
         blob = self.blobs.read(self._snapshot_name(pid))
         if blob is None:

@@ -30,6 +30,7 @@ written before a field was added fails to load and is rebuilt, like any stale on
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
@@ -395,9 +396,7 @@ class PartitionViews:
         otherwise be traversed again and again while they are made."""
         pv = cls(key)
         touched: list[tuple[int, str]] = []
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             rows = orjson.loads(data)
             if not isinstance(rows, list):
                 raise ValueError("the views of a snapshot are a list of rows")
@@ -408,12 +407,23 @@ class PartitionViews:
                 if v.id in pv.views:
                     raise ValueError(f"view {v.id} is twice in the snapshot")
                 pv._add(v, _HEAT(row[-1]), touched)
-        finally:
-            if enabled:
-                gc.enable()
         pv.touched.update(touched)
         pv.epoch = len(pv.views)
         return pv
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector waits meanwhile (``gc.disable``; enabled again after, if it was): for loads of what lives
+    as long as a partition (views, postings, an index), whose objects a collection would otherwise walk again and
+    again while they are made, along with all that was loaded before them. Nested, the outermost enables it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _touched(v: View, heat: Heat) -> int:
