@@ -17,9 +17,9 @@ import pytest
 from gaml.node.core.node import Node
 from gaml.node.core.store import lexical
 from gaml.node.core.store import store as store_mod
+from gaml.node.core.store import views as views_mod
 from gaml.node.core.store.kv import Delete, MemoryKV, Put
 from gaml.node.core.store.store import TOMBSTONES_KEY, Records, Store
-from gaml.node.core.store import views as views_mod
 from gaml.node.core.store.views import View
 from gaml.policy import crypto
 from gaml.policy.access import Principal as GovPrincipal
