@@ -32,9 +32,9 @@ for a baseline its ranking (with the question's embedding) plus its fill. Each h
 (the retriever's vectors of recent goals are cleared before each call, so a question asked again at the next budget
 is not served from them), and the frames are made as ``gaml serve`` makes them: once a conversation is ingested the
 heap is settled (``gc.collect``, then ``gc.freeze``, as the daemon does once its memory is open and caught up), and
-after each frame what the frame left is (``settle_heap(young=True)``, as the daemon does after each call, timed with
-the call), so a full collection walks neither the whole process (the benchmark's own imports included) nor what
-earlier frames cached.
+what frames leave is too, every ``FREEZE_CALLS`` frames (``settle_heap(young=True)``, as the daemon's lane does
+before every ``FREEZE_CALLS``-th call, timed with that call), so a full collection walks neither the whole process
+(the benchmark's own imports included) nor what earlier frames cached.
 The token counter is ``node.tokens.HeuristicCounter``, or with ``--counter`` an exact BPE count
 (``node.bpe.BpeCounter``, which needs ``bpe-openai``).
 
@@ -78,7 +78,7 @@ from gaml.node.core.text.parsers import parse
 from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter, TokenCounter
 from gaml.node.home import make_embedder
-from gaml.node.serve.daemon import settle_heap
+from gaml.node.serve.daemon import FREEZE_CALLS, settle_heap
 from gaml.policy.errors import GamlError
 from gaml.policy.model import item_id
 
@@ -466,14 +466,16 @@ def run_hydration(
     hydrator = Hydrator(ingested.node, counter)
     words_of = {t.dia_id: content_words(t.text) for t in conv.turns}
     out: list[Outcome] = []
-    stray = 0
+    stray = calls = 0
     for q in tqdm(conv.questions, desc=f"{conv.sample_id} hydration", file=sys.stderr, disable=not progress):
         for b in budgets:
             request = HydrationRequest(goal=q.text, principal=OWNER, now=T0_MICROS + 1, budget=b)
             ingested.node.retriever.vectors.clear()  # the question's embedding is part of each call's time
+            calls += 1
             t0 = time.perf_counter()
+            if calls % FREEZE_CALLS == 0:
+                settle_heap(young=True)  # as the daemon's core lane does before every FREEZE_CALLS-th call
             h = hydrator.hydrate(request)
-            settle_heap(young=True)  # as the daemon's core lane does after each call, inside its time
             latency_ms = (time.perf_counter() - t0) * 1e3
             receipt = h.receipt
             spent = int(receipt["budget"]["spent"])

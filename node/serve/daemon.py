@@ -127,6 +127,7 @@ INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
 # After this long without a call, the heap is collected whole, frozen objects included (settle_heap's thaw): what each
 # call froze and has since become cyclic garbage is freed then, not never.
 HEAP_IDLE_S: Final = 30.0
+FREEZE_CALLS: Final = 16  # what calls left is frozen after this many (settle_heap's young)
 PEER_SHARE_OF_DEADLINE: Final = 0.5  # a peer read waits at most this share of the call's remaining time
 
 log = logging.getLogger("gaml.daemon")
@@ -223,7 +224,8 @@ class CoreLane:
         self.queued = 0  # calls queued or running (not replication's housekeeping, not background indexing)
         self.last_active = 0.0  # time.monotonic() when a call last started or ended
         self.touched = 0.0  # time.monotonic() when any work but background indexing last ended (it may have written)
-        self.frozen_calls = 0  # calls whose survivors were frozen since the heap was last collected whole
+        self.calls = 0  # calls run
+        self.freezes = 0  # freezes of what calls left since the heap was last collected whole
         self._count = threading.Lock()
 
     def _foreground(self, started: bool) -> None:
@@ -236,12 +238,17 @@ class CoreLane:
             if deadline is not None and time.monotonic() >= deadline:
                 raise DeadlineExceeded("the deadline passed while the call waited for the node; nothing was done")
             t0 = time.perf_counter()
+            if not background:
+                # What calls cached stays out of later full collections (settle_heap), every FREEZE_CALLS calls: a
+                # freeze also takes the loop's objects of the RPCs in flight, ~6 an RPC that die in cycles later
+                # (measured), kept until the next thaw; a full collection walks at most these calls' survivors.
+                self.calls += 1
+                if self.calls % FREEZE_CALLS == 0:
+                    settle_heap(young=True)
+                    self.freezes += 1
             try:
                 return fn()
             finally:
-                if not background:  # what the call cached stays out of later full collections (settle_heap)
-                    settle_heap(young=True)
-                    self.frozen_calls += 1
                 self.busy_s += time.perf_counter() - t0
 
         if background:
@@ -604,22 +611,22 @@ class Daemon:
                 run_moved = 0
 
     async def _settle_when_idle(self) -> None:
-        """Once no call has run for :data:`HEAP_IDLE_S` since calls froze what they left, the whole heap is collected,
+        """Once no call has run for :data:`HEAP_IDLE_S` since what calls left was frozen, the whole heap is collected,
         frozen objects included, and frozen again (``settle_heap(thaw=True)``), on the lane; logs ``heap_settled``."""
         while True:
             await asyncio.sleep(HEAP_IDLE_S / 4)
-            if not self.lane.frozen_calls or not self.lane.idle(HEAP_IDLE_S):
+            if not self.lane.freezes or not self.lane.idle(HEAP_IDLE_S):
                 continue
             t0 = time.perf_counter()
-            calls = self.lane.frozen_calls
+            freezes = self.lane.freezes
 
-            def settle() -> int:
-                self.lane.frozen_calls = 0
-                settle_heap(thaw=True)
-                return gc.get_freeze_count()
+            def settle() -> tuple[int, int]:
+                self.lane.freezes = 0
+                return settle_heap(thaw=True), gc.get_freeze_count()
 
-            kept = await self.lane.run(settle, background=True)
-            _event("heap_settled", calls=calls, objects=kept, ms=round((time.perf_counter() - t0) * 1000, 1))
+            found, kept = await self.lane.run(settle, background=True)
+            ms = round((time.perf_counter() - t0) * 1000, 1)
+            _event("heap_settled", freezes=freezes, collected=found, objects=kept, ms=ms)
 
     def _found(self, addrs: list[str]) -> None:
         """A node found on the LAN (mDNS): dial it and keep dialling, as a bootstrap peer."""
@@ -955,7 +962,7 @@ class Daemon:
         }
 
 
-def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = False) -> None:
+def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = False) -> int:
     """What the node holds for as long as it runs (the views, postings, indexes just loaded or caught up, the records
     and texts its caches keep) leaves the collector's view (``gc.freeze``): a full collection otherwise walks all of
     it again and again, and one took 108-121 ms in a frame at 10k assets (26-37 ms after a freeze). It is still freed
@@ -963,14 +970,13 @@ def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = Fals
     ``thaw``. What is collected first: ``collect``, the whole unfrozen heap (after a catch-up; a store just opened has
     made no garbage worth a full walk of it); ``young``, only the young generations (after each call: what the call
     left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the whole heap, 0.3 s at
-    100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`)."""
+    100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`). Returns how many unreachable
+    objects the collection found."""
     if thaw:
         gc.unfreeze()
-    if collect or thaw:
-        gc.collect()
-    elif young:
-        gc.collect(1)
+    found = gc.collect() if collect or thaw else gc.collect(1) if young else 0
     gc.freeze()
+    return found
 
 
 def _soon(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:

@@ -981,21 +981,29 @@ def test_settle_heap_freezes_what_survives_and_only_a_thaw_frees_a_cycle_frozen_
         gc.unfreeze()
 
 
-def test_the_daemon_freezes_after_each_call_and_collects_the_whole_heap_once_idle(
+def test_the_daemon_freezes_what_calls_leave_and_collects_the_whole_heap_once_idle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each call freezes what it left (counted), and once no call has run for ``HEAP_IDLE_S`` the whole heap is
-    collected, frozen objects included, logged once as ``heap_settled``."""
+    """Every ``FREEZE_CALLS`` calls what they left is frozen, and once no call has run for ``HEAP_IDLE_S`` the whole
+    heap is collected, frozen objects included, logged once as ``heap_settled``; with no freeze since, none is."""
     monkeypatch.setattr(daemon_mod, "HEAP_IDLE_S", 0.2)
+    monkeypatch.setattr(daemon_mod, "FREEZE_CALLS", 2)
     try:
         with daemon_log() as log, served() as s, unix_client(s.home) as c:
+            lane = s.daemon.lane
+            before = lane.calls  # the client's own readiness call, if any
             c.put([fact("the heap keeper's fact: the kettle boils")])
             c.search("kettle")
+            assert lane.calls == before + 2 and lane.freezes == lane.calls // 2 >= 1
+            frozen = lane.freezes
             event = log.wait_for(lambda e: e["event"] == "heap_settled")
-            assert event["calls"] >= 2 and event["objects"] > 0 and event["ms"] >= 0
-            assert s.daemon.lane.frozen_calls == 0
+            assert event["freezes"] == frozen and event["collected"] >= 0 and event["objects"] > 0 and event["ms"] >= 0
+            assert lane.freezes == 0
             c.search("kettle")
-            assert s.daemon.lane.frozen_calls == 1
+            if lane.calls % 2:
+                assert lane.freezes == 0  # nothing frozen since: no walk of the whole heap is due
+                c.search("kettle")
+            assert lane.freezes == 1
     finally:
         gc.unfreeze()
 
