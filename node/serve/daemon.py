@@ -124,8 +124,8 @@ INDEX_CHUNK: Final = 512  # vectors per background indexing step (a fraction of 
 INDEX_IDLE_S: Final = 0.2  # a step runs once the lane has had no call for this long, …
 INDEX_BACKLOG: Final = 65_536  # … or, while this many vectors wait, between calls
 INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
-# After this long without a call, the heap is collected whole, frozen objects included (settle_heap's thaw): what each
-# call froze and has since become cyclic garbage is freed then, not never.
+# After this long without a call, the heap is collected whole, frozen objects included (settle_heap's thaw): what was
+# frozen alive and has since died in a cycle is freed then, not never.
 HEAP_IDLE_S: Final = 30.0
 FREEZE_CALLS: Final = 16  # what calls left is frozen after this many (settle_heap's young)
 PEER_SHARE_OF_DEADLINE: Final = 0.5  # a peer read waits at most this share of the call's remaining time
@@ -968,8 +968,8 @@ def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = Fals
     it again and again, and one took 108-121 ms in a frame at 10k assets (26-37 ms after a freeze). It is still freed
     by reference counting; only a cycle that was garbage when frozen, or became garbage since, would stay until a
     ``thaw``. What is collected first: ``collect``, the whole unfrozen heap (after a catch-up; a store just opened has
-    made no garbage worth a full walk of it); ``young``, only the young generations (after each call: what the call
-    left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the whole heap, 0.3 s at
+    made no garbage worth a full walk of it); ``young``, only the young generations (every :data:`FREEZE_CALLS`
+    calls: what they left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the whole heap, 0.3 s at
     100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`). Returns how many unreachable
     objects the collection found."""
     if thaw:
