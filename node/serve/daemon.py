@@ -969,9 +969,9 @@ def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = Fals
     by reference counting; only a cycle that was garbage when frozen, or became garbage since, would stay until a
     ``thaw``. What is collected first: ``collect``, the whole unfrozen heap (after a catch-up; a store just opened has
     made no garbage worth a full walk of it); ``young``, only the young generations (every :data:`FREEZE_CALLS`
-    calls: what they left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the whole heap, 0.3 s at
-    100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`). Returns how many unreachable
-    objects the collection found."""
+    calls: what they left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the
+    whole heap, 0.3 s at 100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`). Returns how
+    many unreachable objects the collection found."""
     if thaw:
         gc.unfreeze()
     found = gc.collect() if collect or thaw else gc.collect(1) if young else 0
