@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from gaml.node.core.store import lexical as lexical_mod
 from gaml.node.core.store.kv import KV, SPACES, MemoryKV, Op, Put
 from gaml.node.core.store.lexical import ANALYZER, STOPWORDS, LexicalIndex, tokenize
 from gaml.node.shells.rocks_kv import RocksKV
@@ -608,3 +610,29 @@ def test_no_term_is_stored_in_the_clear(backend: Backend) -> None:
     assert blobs
     for term in secrets:
         assert not any(term.encode() in blob for blob in blobs), term
+
+
+@pytest.mark.parametrize("n", [0, 1, 1023, 1024, 1025, 3000])
+def test_postings_made_at_once_are_those_made_one_document_at_a_time(n: int) -> None:
+    """A snapshot's documents are taken in at once (``_Postings.of``): the same ordinals, ids, lengths and live marks
+    as adding them one by one, a sid given twice included (the later ordinal is its own), and room to add more."""
+    rng = random.Random(n)
+    sids = [rng.randbytes(16) for _ in range(n)]
+    if n > 1:
+        sids[-1] = sids[0]
+    ids = [s.hex() if i < n - 1 or n < 2 else rng.randbytes(16).hex() for i, s in enumerate(sids)]
+    lengths = np.array([rng.randrange(1, 50) for _ in range(n)], np.uint32)
+    one = lexical_mod._Postings()
+    for s, i, ln in zip(sids, ids, lengths.tolist(), strict=True):
+        one._new(s, i, ln)
+    bulk = lexical_mod._Postings.of(list(sids), list(ids), lengths)
+    assert (bulk.count, bulk.sids, bulk.ids, bulk.ordinal, bulk.by_id) == (
+        one.count,
+        one.sids,
+        one.ids,
+        one.ordinal,
+        one.by_id,
+    )
+    assert np.array_equal(bulk.length[:n], one.length[:n]) and bulk.alive[:n].all() and not bulk.alive[n:].any()
+    assert len(bulk.length) == len(bulk.alive) >= max(n, 1024)
+    assert bulk._new(b"\xff" * 16, "ff" * 16, 7) == n and bulk.length[n] == 7

@@ -258,6 +258,21 @@ class _Postings:
         self.count = 0  # ordinals handed out
         self.retired = 0  # ordinals retired (a term's cached df is counted again after one)
 
+    @classmethod
+    def of(cls, sids: list[bytes], ids: list[str], lengths: np.ndarray) -> _Postings:
+        """Documents ``sids`` (``ids``, ``lengths``) at ordinals 0, 1, …, with no postings yet: what :meth:`_new` of
+        each in turn makes, built at once (a snapshot's million documents in a fraction of the time)."""
+        mem = cls()
+        n = mem.count = len(sids)
+        mem.sids, mem.ids = sids, ids
+        mem.ordinal = dict(zip(sids, range(n), strict=True))
+        mem.by_id = dict(zip(ids, range(n), strict=True))
+        room = max(len(mem.length), 1 << max(0, n - 1).bit_length())
+        mem.length, mem.alive = np.zeros(room, np.float64), np.zeros(room, np.bool_)
+        mem.length[:n] = lengths
+        mem.alive[:n] = True
+        return mem
+
     def _new(self, sid: bytes, id_: str, length: int) -> int:
         o = self.count
         if o == len(self.length):
@@ -568,10 +583,11 @@ class LexicalIndex:
         # (from postings read off disk, in sid order) may not: those terms are sorted here.
         falls = np.flatnonzero(docs[1:] <= docs[:-1]) + 1
         unsorted = set(np.searchsorted(ends, falls[~np.isin(falls, ends[:-1])], side="right").tolist())
-        mem = _Postings()
-        for o in range(n):
-            mem._new(sids[ID_BYTES * o : ID_BYTES * (o + 1)], ids[2 * ID_BYTES * o : 2 * ID_BYTES * (o + 1)], 0)
-        mem.length[:n] = lengths
+        mem = _Postings.of(
+            [sids[at : at + ID_BYTES] for at in range(0, ID_BYTES * n, ID_BYTES)],
+            [ids[at : at + 2 * ID_BYTES] for at in range(0, 2 * ID_BYTES * n, 2 * ID_BYTES)],
+            lengths,
+        )
         for j in range(m):
             lo, hi = int(ends[j] - counts[j]), int(ends[j])
             t = mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(docs[lo:hi], tfs[lo:hi])
