@@ -224,6 +224,7 @@ def _indexed_events(d: Any) -> int:
 
 def _log_summary(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     indexed = [e for e in entries if e.get("event") == "indexed"]
+    settled = [e for e in entries if e.get("event") == "heap_settled"]
     stopped: dict[str, Any] = next((e for e in reversed(entries) if e.get("event") == "stopped"), {})
     errors = [e for e in entries if e.get("level") == "error" or e.get("event") == "index failed"]
     if errors:
@@ -235,6 +236,10 @@ def _log_summary(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "calls": stopped.get("calls"),
         "core_busy_s": stopped.get("core_busy_s"),
         "indexed_in_background": stopped.get("indexed_in_background"),
+        # the daemon's whole-heap collections once idle (HEAP_IDLE_S): how many, the longest, what they freed
+        "heap_settled": len(settled),
+        "heap_settled_max_ms": max((e.get("ms", 0.0) for e in settled), default=0.0),
+        "heap_settled_collected": sum(e.get("collected", 0) for e in settled),
     }
 
 
@@ -469,6 +474,13 @@ def render(R: dict[str, Any]) -> str:
         row("index catch-up after the last put (s)", lambda r: f"{r['catch_up']['s']:.1f}"),
         row("— vectors waiting at the last put", lambda r: f"{r['catch_up']['pending_after_put']:,}"),
         row("— background indexing in all (s, its log)", lambda r: f"{r['daemon_log']['indexed_s']:.1f}"),
+        row(
+            "whole-heap collections when idle (n, longest ms, objects freed)",
+            lambda r: (
+                f"{r['daemon_log'].get('heap_settled', 0)}, {r['daemon_log'].get('heap_settled_max_ms', 0.0):.0f}, "
+                f"{r['daemon_log'].get('heap_settled_collected', 0):,}"
+            ),
+        ),
         row("raw hnswlib build, same vectors (s)", lambda r: f"{r['raw']['hnsw_build_s']:.1f}"),
         row("raw bm25s index (s)", lambda r: f"{r['raw']['bm25s_index_s']:.1f}"),
         row("stop: checkpoint and exit (s)", lambda r: f"{r['stop_s']:.1f}"),
