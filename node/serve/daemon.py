@@ -13,7 +13,10 @@ One process, three lanes, no shared Python state:
   Between calls the lane also **indexes in the background**: vectors written since the last checkpoint move into
   their HNSW index in steps of ``INDEX_CHUNK`` once no call has run for ``INDEX_IDLE_S`` (or, while more than
   ``INDEX_BACKLOG`` wait, between calls), so search stops paying the exact scan over unindexed vectors without a
-  restart. Each step is short, so a call waits at most one step.
+  restart. Each step is short, so a call waits at most one step. The lane also keeps the heap out of the collector's
+  way (``settle_heap``): what the node holds is frozen once open, and what calls leave every ``FREEZE_CALLS`` calls,
+  so a full collection never walks the caches that frames grow; after ``HEAP_IDLE_S`` without a call the whole heap
+  is collected once, frozen objects included.
 - gRPC's own C threads, which hold no GAML state.
 
 **Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
