@@ -128,8 +128,10 @@ INDEX_IDLE_S: Final = 0.2  # a step runs once the lane has had no call for this 
 INDEX_BACKLOG: Final = 65_536  # … or, while this many vectors wait, between calls
 INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
 # After this long without a call, the heap is collected whole, frozen objects included (settle_heap's thaw): what was
-# frozen alive and has since died in a cycle is freed then, not never.
-HEAP_IDLE_S: Final = 30.0
+# frozen alive and has since died in a cycle is freed then, not never. Long, because that walk holds the interpreter
+# (0.3 s at 100k assets, seconds at a million) and a call arriving meanwhile waits; what it frees is little (~1 object
+# in 40 calls, measured).
+HEAP_IDLE_S: Final = 300.0
 FREEZE_CALLS: Final = 16  # what calls left is frozen after this many (settle_heap's young)
 PEER_SHARE_OF_DEADLINE: Final = 0.5  # a peer read waits at most this share of the call's remaining time
 
