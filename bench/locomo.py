@@ -32,7 +32,7 @@ for a baseline its ranking (with the question's embedding) plus its fill. Each h
 (the retriever's vectors of recent goals are cleared before each call, so a question asked again at the next budget
 is not served from them), and the frames are made as ``gaml serve`` makes them: once a conversation is ingested the
 heap is settled (``gc.collect``, then ``gc.freeze``, as the daemon does once its memory is open and caught up), and
-what frames leave is too, every ``FREEZE_CALLS`` frames (``settle_heap(young=True)``, as the daemon's lane does
+what frames leave is too, every ``FREEZE_CALLS`` frames (``settle_heap("young")``, as the daemon's lane does
 before every ``FREEZE_CALLS``-th call, timed with that call), so a full collection walks neither the whole process
 (the benchmark's own imports included) nor what earlier frames cached.
 The token counter is ``node.tokens.HeuristicCounter``, or with ``--counter`` an exact BPE count
@@ -474,7 +474,7 @@ def run_hydration(
             calls += 1
             t0 = time.perf_counter()
             if calls % FREEZE_CALLS == 0:
-                settle_heap(young=True)  # as the daemon's core lane does before every FREEZE_CALLS-th call
+                settle_heap("young")  # as the daemon's core lane does before every FREEZE_CALLS-th call
             h = hydrator.hydrate(request)
             latency_ms = (time.perf_counter() - t0) * 1e3
             receipt = h.receipt
@@ -790,7 +790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if hydrate:
                 ingested = ingest(conv, work / f"home-{k}", emb)
                 ingest_s = ingested.seconds
-                settle_heap(collect=True)  # as the daemon settles it once its memory is open and caught up
+                settle_heap("unfrozen")  # as the daemon settles it once its memory is open and caught up
                 try:
                     t0 = time.perf_counter()
                     hydrated, stray = run_hydration(conv, ingested, budgets, counter, progress)

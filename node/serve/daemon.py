@@ -63,7 +63,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import grpc
 import trio
@@ -127,12 +127,12 @@ INDEX_CHUNK: Final = 512  # vectors per background indexing step (a fraction of 
 INDEX_IDLE_S: Final = 0.2  # a step runs once the lane has had no call for this long, …
 INDEX_BACKLOG: Final = 65_536  # … or, while this many vectors wait, between calls
 INDEX_POLL_S: Final = 0.1  # how often the indexer looks whether it may step
-# After this long without a call, the heap is collected whole, frozen objects included (settle_heap's thaw): what was
+# After this long without a call, the heap is collected whole, frozen objects included (settle_heap's "all"): what was
 # frozen alive and has since died in a cycle is freed then, not never. Long, because that walk holds the interpreter
 # (0.3 s at 100k assets, seconds at a million) and a call arriving meanwhile waits; what it frees is little (~1 object
 # in 40 calls, measured).
 HEAP_IDLE_S: Final = 300.0
-FREEZE_CALLS: Final = 16  # what calls left is frozen after this many (settle_heap's young)
+FREEZE_CALLS: Final = 16  # what calls left is frozen after this many (settle_heap's "young")
 PEER_SHARE_OF_DEADLINE: Final = 0.5  # a peer read waits at most this share of the call's remaining time
 
 log = logging.getLogger("gaml.daemon")
@@ -246,10 +246,11 @@ class CoreLane:
             if not background:
                 # What calls cached stays out of later full collections (settle_heap), every FREEZE_CALLS calls: a
                 # freeze also takes the loop's objects of the RPCs in flight, ~6 an RPC that die in cycles later
-                # (measured), kept until the next thaw; a full collection walks at most these calls' survivors.
+                # (measured), kept until the heap is next collected whole; a full collection walks at most the
+                # survivors of these calls.
                 self.calls += 1
                 if self.calls % FREEZE_CALLS == 0:
-                    settle_heap(young=True)
+                    settle_heap("young")
                     self.freezes += 1
             try:
                 return fn()
@@ -612,12 +613,12 @@ class Daemon:
                 seen = mark
                 if run_moved:
                     _event("indexed", vectors=run_moved, s=round(time.monotonic() - run_t0, 3))
-                    settle_heap(collect=True)
+                    settle_heap("unfrozen")
                 run_moved = 0
 
     async def _settle_when_idle(self) -> None:
         """Once no call has run for :data:`HEAP_IDLE_S` since what calls left was frozen, the whole heap is collected,
-        frozen objects included, and frozen again (``settle_heap(thaw=True)``), on the lane; logs ``heap_settled``."""
+        frozen objects included, and frozen again (``settle_heap("all")``), on the lane; logs ``heap_settled``."""
         while True:
             await asyncio.sleep(HEAP_IDLE_S / 4)
             if not self.lane.freezes or not self.lane.idle(HEAP_IDLE_S):
@@ -627,7 +628,7 @@ class Daemon:
 
             def settle() -> tuple[int, int]:
                 self.lane.freezes = 0
-                return settle_heap(thaw=True), gc.get_freeze_count()
+                return settle_heap("all"), gc.get_freeze_count()
 
             found, kept = await self.lane.run(settle, background=True)
             ms = round((time.perf_counter() - t0) * 1000, 1)
@@ -967,19 +968,19 @@ class Daemon:
         }
 
 
-def settle_heap(*, collect: bool = False, young: bool = False, thaw: bool = False) -> int:
+def settle_heap(collect: Literal["", "young", "unfrozen", "all"] = "") -> int:
     """What the node holds for as long as it runs (the views, postings, indexes just loaded or caught up, the records
     and texts its caches keep) leaves the collector's view (``gc.freeze``): a full collection otherwise walks all of
     it again and again, and one took 108-121 ms in a frame at 10k assets (26-37 ms after a freeze). It is still freed
     by reference counting; only a cycle that was garbage when frozen, or became garbage since, would stay until a
-    ``thaw``. What is collected first: ``collect``, the whole unfrozen heap (after a catch-up; a store just opened has
-    made no garbage worth a full walk of it); ``young``, only the young generations (every :data:`FREEZE_CALLS`
-    calls: what they left; ~0.1 ms); ``thaw``, everything, the frozen objects too (``gc.unfreeze``: a walk of the
-    whole heap, 0.3 s at 100k assets, so only when the node has been idle a while, :data:`HEAP_IDLE_S`). Returns how
-    many unreachable objects the collection found."""
-    if thaw:
+    collection of ``all``. What is collected first: nothing (a store just opened has made no garbage worth a full
+    walk of it); ``young``, the young generations (every :data:`FREEZE_CALLS` calls: what they left; ~0.1 ms);
+    ``unfrozen``, the whole heap but what is frozen (after a catch-up); ``all``, the frozen objects too
+    (``gc.unfreeze`` first: a walk of the whole heap, 0.3 s at 100k assets, so only when the node has been idle a
+    while, :data:`HEAP_IDLE_S`). Returns how many unreachable objects the collection found."""
+    if collect == "all":
         gc.unfreeze()
-    found = gc.collect() if collect or thaw else gc.collect(1) if young else 0
+    found = 0 if not collect else gc.collect(1) if collect == "young" else gc.collect()
     gc.freeze()
     return found
 

@@ -960,22 +960,22 @@ def _cycle() -> tuple[_Cell, weakref.ref[_Cell]]:
     return c, weakref.ref(c)
 
 
-def test_settle_heap_freezes_what_survives_and_only_a_thaw_frees_a_cycle_frozen_alive() -> None:
-    """After a call (``young``): the young cyclic garbage is collected and what survives is frozen, out of every
-    generation a collection walks; a frozen object that becomes cyclic garbage later stays until a ``thaw``."""
+def test_settle_heap_freezes_what_survives_and_only_collecting_all_frees_a_cycle_frozen_alive() -> None:
+    """``young``: the young cyclic garbage is collected and what survives is frozen, out of every generation a
+    collection walks; a frozen object that becomes cyclic garbage later stays until ``all`` is collected."""
     try:
         gc.collect()
         kept, kept_ref = _cycle()
         dropped, dropped_ref = _cycle()
         del dropped
         assert dropped_ref() is not None  # cyclic: reference counting cannot free it
-        settle_heap(young=True)
+        settle_heap("young")
         assert dropped_ref() is None
         assert gc.get_freeze_count() > 0 and not any(o is kept for o in gc.get_objects())
         del kept
         gc.collect()
         assert kept_ref() is not None  # frozen when alive: no collection looks at it …
-        settle_heap(thaw=True)
+        settle_heap("all")
         assert kept_ref() is None  # … until the heap is collected whole
     finally:
         gc.unfreeze()
