@@ -618,9 +618,9 @@ def test_postings_made_at_once_are_those_made_one_document_at_a_time(n: int) -> 
     as adding them one by one, a sid given twice included (the later ordinal is its own), and room to add more."""
     rng = random.Random(n)
     sids = [rng.randbytes(16) for _ in range(n)]
-    if n > 1:
-        sids[-1] = sids[0]
-    ids = [s.hex() if i < n - 1 or n < 2 else rng.randbytes(16).hex() for i, s in enumerate(sids)]
+    ids = [s.hex() for s in sids]
+    if n > 1:  # the last document has the first one's sid (its id another)
+        sids[-1], ids[-1] = sids[0], rng.randbytes(16).hex()
     lengths = np.array([rng.randrange(1, 50) for _ in range(n)], np.uint32)
     one = lexical_mod._Postings()
     for s, i, ln in zip(sids, ids, lengths.tolist(), strict=True):
