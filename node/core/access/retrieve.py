@@ -168,8 +168,8 @@ class QueryVectors:
     another asked. Only vectors are kept (read-only), never a failure: a failed embedding is tried again on the next
     call. In memory only, as the request's text already is; thread-safe."""
 
-    def __init__(self, size: int = 0) -> None:
-        self.size = size or QUERY_VECTORS
+    def __init__(self, size: int = QUERY_VECTORS) -> None:
+        self.size = size
         self._got: dict[tuple[str, str, str], np.ndarray] = {}
         self._lock = threading.Lock()
         self.hits = 0

@@ -286,6 +286,13 @@ class _Postings:
         self.count += 1
         return o
 
+    def term(self, b: bytes) -> _Term:
+        """The postings of term ``b`` (its blinded key), made empty if it has none yet."""
+        t = self.terms.get(b)
+        if t is None:
+            t = self.terms[b] = _Term()
+        return t
+
     def change(self, sid: bytes, id_: str, new: dict[bytes, int], length: int) -> None:
         """Document ``sid`` (``id_``) now has the terms ``new`` (term -> frequency; empty: none) and ``length``."""
         o = self.ordinal.pop(sid, None)
@@ -295,13 +302,8 @@ class _Postings:
             self.by_id.pop(self.ids[o], None)
         if new:
             o = self._new(sid, id_, length)
-            terms = self.terms
             for b, tf in new.items():
-                t = terms.get(b)
-                if t is None:
-                    t = terms[b] = _Term()
-                t.more_docs.append(o)
-                t.more_tf.append(tf)
+                self.term(b).add(o, tf)
 
     @property
     def stale(self) -> bool:
@@ -483,10 +485,7 @@ class LexicalIndex:
                 o = mem._new(sid, self._id_of(sid), dl)
             elif mem.length[o] != dl:
                 raise StoreCorrupt(f"a document of partition {pid.hex()} has postings of two lengths")
-            t = mem.terms.get(b)
-            if t is None:
-                t = mem.terms[b] = _Term()
-            t.add(o, tf)
+            mem.term(b).add(o, tf)
         for t in mem.terms.values():  # ordinals were handed out in sid order across terms
             t.sort()
         if keep:
