@@ -48,8 +48,7 @@ from gaml.policy.errors import (
     UnknownPrincipal,
 )
 from gaml.policy.model import MAX_PAYLOAD_DEPTH, AssetType, Level, PrivacyScope, ReplicationPolicy, nests_deeper
-from gaml.proto.convert import asset_to_pb
-from gaml.proto.convert import draft_from_pb as convert_draft_from_pb
+from gaml.proto.convert import asset_to_pb, draft_from_pb
 from gaml.v1 import asset_pb2, memory_pb2
 
 T = TypeVar("T")
@@ -220,12 +219,6 @@ def _struct(d: Mapping[str, Any]) -> Struct:
     s = Struct()
     s.update(d)  # the JSON mapping's reading of a JSON object, in half ParseDict's time (a receipt is large)
     return s
-
-
-def draft_from_pb(a: asset_pb2.Asset) -> dict[str, Any]:
-    """The draft fields of a wire asset: what is set, as the JSON mapping reads it (enums validated), in one walk
-    over the message (``proto.convert.draft_from_pb``)."""
-    return convert_draft_from_pb(a)
 
 
 def grant_to_pb(g: Grant) -> memory_pb2.Grant:
