@@ -140,7 +140,7 @@ class HnswIndex:
         return HNSW_MAGIC + struct.pack(">Q", len(body)) + body
 
     @classmethod
-    def load(cls, data: bytes, *, threads: int = 1, ef_search: int | None = None) -> HnswIndex:
+    def load(cls, data: bytes | memoryview, *, threads: int = 1, ef_search: int | None = None) -> HnswIndex:
         """A snapshot read back; ``ef_search`` (a query-time setting: None keeps the snapshot's) applies to it."""
         try:
             if data[:4] != HNSW_MAGIC:
@@ -176,5 +176,5 @@ class HnswFactory:
     def new(self, dim: int) -> HnswIndex:
         return HnswIndex(dim, **self.kw)
 
-    def load(self, data: bytes) -> HnswIndex:
+    def load(self, data: bytes | memoryview) -> HnswIndex:
         return HnswIndex.load(data, threads=self.kw["threads"], ef_search=self.kw["ef_search"])

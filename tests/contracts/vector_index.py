@@ -241,7 +241,8 @@ def check_wrong_dimension(factory: IndexFactory, exact: bool) -> None:
 
 
 def check_dump_load_round_trip(factory: IndexFactory, exact: bool) -> None:
-    """factory.load(index.dump()) gives an independent index with the same ids, vectors and search results."""
+    """factory.load(index.dump()) gives an independent index with the same ids, vectors and search results, whether the
+    snapshot is bytes of its own or a part of a larger buffer."""
     ids, vecs = ids_for(N), clustered(N, seed=15)
     index = build(factory, ids, vecs)
     for id_ in ids[::7]:
@@ -259,6 +260,11 @@ def check_dump_load_round_trip(factory: IndexFactory, exact: bool) -> None:
         got, want = restored.search(q, K), index.search(q, K)
         assert [i for i, _ in got] == [i for i, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+    # A snapshot read in place, as a part of a larger buffer (the store's sealed snapshot), loads the same.
+    in_place = factory.load(memoryview(b"head" + index.dump() + b"tail")[4:-4])
+    assert [in_place.search(q, K) for q in clustered(5, seed=17)] == [
+        restored.search(q, K) for q in clustered(5, seed=17)
+    ]
     # The copy is independent: changing it leaves the original alone, and it keeps working.
     restored.remove(ids[1])
     restored.add(["fresh"], clustered(1, seed=18))

@@ -633,6 +633,25 @@ def _views(node: Node) -> dict[str, dict[str, Any]]:
     return {p.ref.name: {v.id: v for v in node.store.views(p.pid)} for p in node.store.partitions()}
 
 
+@pytest.mark.parametrize("stop", ["written", "clean"])
+def test_views_share_the_strings_their_records_repeat(world: World, stop: str) -> None:
+    """The views of records put (and of a snapshot read back after a restart) hold one string per distinct owner, tag
+    and entity, not one per record: a million views repeat a few of them."""
+    node = world.open_node()
+    node.put([fact(f"note {i}", entities=[f"e{i % 3}"], tags=[f"t{i % 2}"]) for i in range(30)], NOW)
+    if stop == "clean":
+        node.close()
+        node = world.open_node()
+    (views,) = [list(node.store.views(p.pid)) for p in node.store.partitions()]
+    assert len(views) == 30
+    for strings in (
+        [v.owner_id for v in views],
+        [e for v in views for e in v.entities],
+        [t for v in views for t in v.tags],
+    ):
+        assert len({id(x) for x in strings}) == len(set(strings)) < len(strings)
+
+
 @pytest.mark.parametrize("stop", ["clean", "crash", "lost-snapshots"])
 def test_policy_views_and_lexical_index_follow_the_records(world: World, stop: str) -> None:
     """Views (the pre-ranking policy data) and BM25 postings match the records after edits, moves, deletes and a

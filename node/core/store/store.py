@@ -390,13 +390,13 @@ class Store:
             # would hide writes from search: such a snapshot is stale, and the index is rebuilt.
             if seq > self.seq or head["journal"] != self._journal_digest(seq):
                 return False
-            body = raw[4 + hl :]
+            body = memoryview(raw)[4 + hl :]  # read in place: a copy of a part is a copy of up to gigabytes
             (vl,) = struct.unpack(">Q", body[:8])
             views = PartitionViews.load(body[8 : 8 + vl], self._digest_key)
             (ll,) = struct.unpack(">Q", body[8 + vl : 16 + vl])
             if ll != head["lexical"]:
                 return False
-            lexical = body[16 + vl : 16 + vl + ll]
+            lexical = bytes(body[16 + vl : 16 + vl + ll])  # kept (parsed on first search): its own bytes
             live.index = self.index_factory.load(body[16 + vl + ll :])
             try:
                 if pid in self._reanalyzed:  # the snapshot's postings are the earlier analyzer's
@@ -1165,14 +1165,16 @@ class Store:
                 }
             ).encode()
             views = live.views.dump()
-            raw = (
-                struct.pack(">I", len(head))
-                + head
-                + struct.pack(">Q", len(views))
-                + views
-                + struct.pack(">Q", len(lexical))
-                + lexical
-                + live.index.dump()
+            raw = b"".join(
+                (
+                    struct.pack(">I", len(head)),
+                    head,
+                    struct.pack(">Q", len(views)),
+                    views,
+                    struct.pack(">Q", len(lexical)),
+                    lexical,
+                    live.index.dump(),
+                )
             )
             aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
             self.blobs.write(self._snapshot_name(pid), crypto.seal(live.key, raw, aad, self.entropy))

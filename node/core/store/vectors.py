@@ -56,7 +56,7 @@ class VectorIndex(Protocol):
 class IndexFactory(Protocol):
     def new(self, dim: int) -> VectorIndex: ...
 
-    def load(self, data: bytes) -> VectorIndex: ...
+    def load(self, data: bytes | memoryview) -> VectorIndex: ...
 
 
 def as_matrix(vectors: np.ndarray | Sequence[Sequence[float]], dim: int, n: int) -> np.ndarray:
@@ -149,12 +149,12 @@ class ExactIndex:
         return EXACT_MAGIC + struct.pack(">I", len(head)) + head + buf.getvalue()
 
     @classmethod
-    def load(cls, data: bytes) -> ExactIndex:
+    def load(cls, data: bytes | memoryview) -> ExactIndex:
         try:
             if data[:4] != EXACT_MAGIC:
                 raise ValueError("bad magic")
             (hl,) = struct.unpack(">I", data[4:8])
-            head = json.loads(data[8 : 8 + hl])
+            head = json.loads(bytes(data[8 : 8 + hl]))  # the data may be a view of the snapshot (memoryview)
             m = np.load(io.BytesIO(data[8 + hl :]), allow_pickle=False)
             index = cls(int(head["dim"]))
             if len(head["ids"]):
@@ -168,7 +168,7 @@ class ExactFactory:
     def new(self, dim: int) -> VectorIndex:
         return ExactIndex(dim)
 
-    def load(self, data: bytes) -> VectorIndex:
+    def load(self, data: bytes | memoryview) -> VectorIndex:
         return ExactIndex.load(data)
 
 
@@ -224,7 +224,7 @@ class AdaptiveFactory:
     def new(self, dim: int) -> VectorIndex:
         return AdaptiveIndex(dim, self.large, self.threshold)
 
-    def load(self, data: bytes) -> VectorIndex:
+    def load(self, data: bytes | memoryview) -> VectorIndex:
         if data[:4] != ADAPTIVE_MAGIC or len(data) < 9:
             raise StoreCorrupt("adaptive index snapshot is unreadable: bad magic")
         kind = data[4:5]
