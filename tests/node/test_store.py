@@ -6,12 +6,14 @@ import copy
 import gc
 import os
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 
 from gaml.node.core.node import Node
@@ -20,7 +22,7 @@ from gaml.node.core.store import store as store_mod
 from gaml.node.core.store import views as views_mod
 from gaml.node.core.store.kv import Delete, MemoryKV, Put
 from gaml.node.core.store.store import TOMBSTONES_KEY, Records, Store
-from gaml.node.core.store.views import View
+from gaml.node.core.store.views import PartitionViews, View
 from gaml.policy import crypto
 from gaml.policy.access import Principal as GovPrincipal
 from gaml.policy.errors import (
@@ -631,6 +633,43 @@ def test_commit_order_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
 
 def _views(node: Node) -> dict[str, dict[str, Any]]:
     return {p.ref.name: {v.id: v for v in node.store.views(p.pid)} for p in node.store.partitions()}
+
+
+def test_a_snapshot_of_views_in_the_format_before_opens_without_a_rebuild(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot whose views are one JSON list (as snapshots were written before a row per line) is read as it is:
+    the store opens from it (no rebuild, no replay) with the views the records give, and the next checkpoint writes
+    the row-per-line format."""
+    node = world.open_node()
+    node.put([fact(f"note {i}", entities=[f"e{i % 3}"], tags=["t"]) for i in range(20)], NOW)
+    expected = _views(node)
+    dump = PartitionViews.dump
+    with monkeypatch.context() as m:  # as a store of the version before wrote its snapshots: the rows in one list
+        m.setattr(PartitionViews, "dump", lambda pv: orjson.dumps([orjson.loads(r) for r in dump(pv).split(b"\n")[1:]]))
+        node.close()
+    snapshot = _sealed_views(world, node)
+    assert snapshot[:2] == b"[["
+    node = world.open_node()
+    assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
+    assert _views(node) == expected
+    node.put([fact("one more")], NOW + 1)
+    node.close()
+    assert _sealed_views(world, node)[:1] == b"{"
+    node = world.open_node()
+    assert node.store.rebuilt_indexes == 0 and len(next(iter(_views(node).values()))) == 21
+
+
+def _sealed_views(world: World, node: Node) -> bytes:
+    """The views part of the (one) partition's sealed snapshot, opened."""
+    store = node.store
+    (part,) = store.partitions()
+    blob = world.blobs.read(store._snapshot_name(part.pid))
+    assert blob is not None
+    raw = crypto.open_sealed(store._live[part.pid].key, blob, b"index:" + part.pid + part.epoch.to_bytes(4, "big"))
+    (hl,) = struct.unpack(">I", raw[:4])
+    (vl,) = struct.unpack(">Q", raw[4 + hl : 12 + hl])
+    return raw[12 + hl : 12 + hl + vl]
 
 
 @pytest.mark.parametrize("stop", ["written", "clean"])
