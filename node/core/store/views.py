@@ -106,11 +106,9 @@ class View:
     @classmethod
     def of(cls, a: Asset) -> View:
         kw = {f: getattr(a, f) for f in _FIELDS if f not in _SOURCE_FIELDS}
-        if a.source is not None:
-            kw["source_id"], kw["source_start"] = a.source.source_id, a.source.start
+        kw["source_id"], kw["source_start"] = (a.source.source_id, a.source.start) if a.source is not None else ("", 0)
         for f in _SHARED:
-            if f in kw:
-                kw[f] = sys.intern(kw[f])
+            kw[f] = sys.intern(kw[f])
         for f in _SHARED_TUPLES:
             kw[f] = _interned(kw[f])
         return cls(**kw)
