@@ -222,6 +222,7 @@ def test_pruned_search_ranks_as_textbook_bm25_over_skewed_corpora(backend: Backe
             kv = backend.reopen()  # postings read back from disk (ordinals in sid order, sorted per term)
             index = LexicalIndex(kv, blind)
     assert index.looked_up > 0  # the pruned path ran (since the reopen)
+    assert index.scored_whole > 0  # and past pruning, a term with fewer postings than candidates scored whole
 
 
 def test_a_frequent_term_is_only_looked_up_once_rarer_ones_decide() -> None:

@@ -353,6 +353,7 @@ class LexicalIndex:
         self._memory: dict[bytes, _Postings] = {}
         self._sealed: dict[bytes, bytes] = {}  # a snapshot's postings, parsed on first use (:meth:`load`)
         self.looked_up = 0  # query terms that searches only looked up for the documents met (pruned), in all
+        self.scored_whole = 0  # query terms past that point scored over every posting (fewer than the documents met)
 
     # -- statistics ------------------------------------------------------------------------------------------------
 
@@ -640,9 +641,11 @@ class LexicalIndex:
         order of their score bound (``idf`` times :meth:`_Term.bound`), each scored over all its postings, until the
         bounds of the terms left add up to less than the ``k``-th best score among the eligible documents seen so
         far; no document outside those can then reach the ``k`` best, so the terms left are only looked up for them
-        (binary search in the ascending ordinals), and a document is dropped once its score and the bounds left
-        cannot reach that ``k``-th score. The few that can are scored again in the query's term order, so a score
-        is the same number however the search was pruned (and whatever ``allowed`` left out)."""
+        (binary search of the candidates, in ascending order, in the term's ascending ordinals; or, where the
+        candidates outnumber the term's postings, every posting scored, which costs less), and a document is dropped
+        once its score and the bounds left cannot reach that ``k``-th score. The few that can are scored again in
+        the query's term order, so a score is the same number however the search was pruned (and whatever
+        ``allowed`` left out)."""
         _check_id(pid, "partition id")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -667,8 +670,19 @@ class LexicalIndex:
             return []
 
         def weight(idf: float, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
-            tf = tf.astype(np.float64)
-            return idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * mem.length[docs] / avgdl))
+            """``idf·tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))``, operation by operation in that order (the same
+            bits as the expression), in place in two arrays rather than a temporary per operation."""
+            f = tf.astype(np.float64)
+            d = mem.length[docs]  # a copy
+            d *= B
+            d /= avgdl
+            d += 1.0 - B
+            d *= K1
+            d += f
+            f *= idf
+            f *= K1 + 1.0
+            f /= d
+            return f
 
         def lookup(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """Which of ``cand`` have a posting in ``docs`` (a mask over ``cand``), and where."""
@@ -693,20 +707,29 @@ class LexicalIndex:
         i = 0
         while i < len(order) and left[i] >= floor - margin():  # a document not met yet may still reach the k best
             docs, tf, idf, _ = found[order[i]]
-            score[docs] += weight(idf, tf, docs)  # a term's ordinals are distinct
+            np.add.at(score, docs, weight(idf, tf, docs))
             new = docs[~seen[docs]]
             seen[new] = True
             cand = np.concatenate((cand, eligible(new)))
-            floor = rise()
             i += 1
+            # The k-th best score is at most the bounds of the terms scored so far added up: while that is below what
+            # the terms left could add, the loop goes on whatever it is, so it is not looked for (a partition of
+            # every candidate's score).
+            if left[0] - left[i] >= left[i]:
+                floor = rise()
+        cand.sort()  # looked up in ascending order, each search starts where the one before ended
         while i < len(order):  # the rest only for the documents met, while they can still reach the k best
             cand = cand[score[cand] + left[i] >= floor - margin()]
             docs, tf, idf, _ = found[order[i]]
-            hit, at = lookup(docs, cand)
-            score[cand[hit]] += weight(idf, tf[at[hit]], docs[at[hit]])
+            if len(cand) > len(docs):  # more candidates than postings: scoring every posting costs less
+                np.add.at(score, docs, weight(idf, tf, docs))  # a non-candidate's score is no longer read
+                self.scored_whole += 1
+            else:
+                hit, at = lookup(docs, cand)
+                score[cand[hit]] += weight(idf, tf[at[hit]], docs[at[hit]])
+                self.looked_up += 1
             floor = rise()
             i += 1
-            self.looked_up += 1
         if len(cand) > k:
             cand = cand[score[cand] >= floor - margin()]  # the k best, whatever ties the k-th, and near ties
         exact = np.zeros(len(cand), np.float64)  # scored again in the query's term order (module docstring)
