@@ -269,6 +269,25 @@ def test_search_reads_its_own_writes_then_the_index(world: World) -> None:
     assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
 
 
+def test_an_index_catch_up_leaves_no_room_behind_in_the_pending_tail(world: World) -> None:
+    """Once the background indexer has moved every pending vector into the index (in steps, as the daemon does), the
+    partition's pending tail is a new empty dict, not one that kept the room of every vector it held (a dense search
+    walks the tail: at a million emptied entries that walk took ~1 ms a search); a search finds the index's hits."""
+    node = world.open_node()
+    ids = node.put([fact(f"note number {i} about topic {i % 7}") for i in range(300)], NOW)
+    alice = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    assert node.store.pending() == 300
+    moved = 0
+    while node.store.pending():
+        moved += node.store.catch_up(64)
+    assert moved == 300
+    tail = node.store._live[alice].pending
+    assert tail == {} and sys.getsizeof(tail) == sys.getsizeof({})
+    (q,) = node.embedder.embed(["note number 17 about topic 3"])
+    hits = node.store.dense_search(alice, q, 3)
+    assert hits[0].id == ids[17] and hits[0].path == "index"
+
+
 def test_opened_records_serve_only_while_the_store_is_unchanged(world: World) -> None:
     """Records read through a ``Records`` are served from it while the store's state is the same, and read again after
     any write (an edit, a delete, a local-state write): nothing stale is ever returned."""
