@@ -1068,12 +1068,7 @@ class Store:
             raise IndexMismatch(f"query of shape {q.shape} against {live.part.ref.name} ({live.part.dim} dims)")
         everything = allowed is None or self._covers(live, allowed)
         hits = [Nearest(i, s, "index") for i, s in live.index.search(q, k, None if everything else allowed)]
-        if not live.pending:
-            tail = []
-        elif allowed is None:
-            tail = list(live.pending)
-        else:
-            tail = [i for i in live.pending if i in allowed]
+        tail = list(live.pending) if allowed is None else [i for i in live.pending if i in allowed]
         if tail:
             scores = np.dot(np.stack([live.pending[i] for i in tail]), q)
             hits += [Nearest(i, s, "tail") for i, s in top_k(tail, scores, k)]
