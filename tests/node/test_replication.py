@@ -237,9 +237,20 @@ def test_a_subnet_converges_through_a_relay_that_holds_no_plaintext(
             return all(x is not None for x in first) and all(v == first for v in seen.values())
 
         fleet.wait("every member to hold every member's asset", everywhere, same)
-        # Concurrent edits of s1's asset on s2 and s3: every member ends with both.
+        # Concurrent edits of s1's asset on s2 and s3: every member ends with both. s3 edits with the CLI while its
+        # daemon is down, so neither edit can have seen the other (two daemons' puts one after the other were not
+        # concurrent when s2's edit reached s3 first: s3's then replaced it, and CI waited for a merge never due).
+        clients["s3"].close()
+        daemons["s3"].stop()
         clients["s2"].put([subnet_asset(texts[0], tags=["s1", "edited-on-s2"])])
-        clients["s3"].put([subnet_asset(texts[0], tags=["s1", "edited-on-s3"])])
+        assert peers["s3"].gaml(
+            "put", stdin=json.dumps(subnet_asset(texts[0], tags=["s1", "edited-on-s3"]))
+        ).split() == [ids[0]]
+        with peers["s3"].opened() as n3:  # s3's edit is there, s2's is not (s3 was down)
+            assert n3.store.get(ids[0]).tags == ("edited-on-s3", "s1")
+        daemons["s3"] = fleet.start(peers["s3"], principal="bob", dial=[daemons["r"].address])
+        fleet.up(daemons["s3"])
+        clients["s3"] = daemons["s3"].client()
         final = fleet.wait(
             "every member to merge the concurrent edits",
             everywhere,
@@ -252,17 +263,19 @@ def test_a_subnet_converges_through_a_relay_that_holds_no_plaintext(
         rid = record_asset_id(bytes.fromhex(slot["boundary"]), slot["slot"])
 
         def settled(seen: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]) -> bool:
-            """The same record everywhere, deciding over every candidate each member weighs, with the winner each
-            member would choose: a record that matches at one moment while a later candidate is still on its way
-            would be rewritten by the founder after the test stopped looking."""
+            """The same record everywhere, deciding over every candidate each member weighs, each with the writers
+            each member knows of, with the winner each member would choose: a record that matches at one moment while
+            a later candidate (or a later writer of one: s3's edit) is still on its way would be rewritten by the
+            founder after the test stopped looking."""
             record = seen[0][0]
             if record is None or any(r != record for r, _ in seen):
                 return False
             decided = record["payload"]["consensus"]
             named = sorted([*decided["won"], *decided["lost"]])
-            return all(
+            writers = {c["id"]: sorted(c["sources"]) for c in decided["candidates"]}
+            return sorted(writers) == named and all(
                 len(view) == 1
-                and sorted(c["id"] for c in view[0]["candidates"]) == named
+                and {c["id"]: sorted(c["sources"]) for c in view[0]["candidates"]} == writers
                 and view[0]["winner"] == decided["winner"]
                 for _, view in seen
             )
