@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from rocksdict import AccessType, Options, Rdict
 
 from gaml.node.core.store.kv import KV, SPACES, Delete, MemoryKV, Put, pack, prefix_end
 from gaml.node.shells.rocks_kv import RocksKV
@@ -83,6 +84,68 @@ def test_rocks_data_survives_reopen(tmp_path: Path) -> None:
         assert snapshot(again) == model
     finally:
         again.close()
+
+
+def _table_filters(path: Path) -> dict[str, int]:
+    """Per space, how many keys its table files' bloom filters hold (RocksDB's aggregated table properties)."""
+    held = {}
+    opened = Rdict(
+        str(path),
+        options=Options(raw_mode=True),
+        column_families={s: Options(raw_mode=True) for s in SPACES},
+        access_type=AccessType.read_only(False),
+    )
+    try:
+        for space in SPACES:
+            cf = opened.get_column_family(space)
+            props = dict(
+                p.strip().split("=", 1)
+                for p in cf.property_value("rocksdb.aggregated-table-properties").split(";")
+                if "=" in p
+            )
+            held[space] = int(props["# entries for filter"])
+            del cf
+    finally:
+        opened.close()
+    return held
+
+
+def test_rocks_opens_a_database_whose_tables_have_no_bloom_filter(tmp_path: Path) -> None:
+    """A home's database written before the point-read spaces had bloom filters (table files without one) opens and
+    answers every key, present or absent, beside tables written since; compaction rewrites the point-read spaces'
+    tables with a filter and leaves the range-read spaces without one."""
+    path = tmp_path / "db"
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    old = Rdict(str(path), options=opts, column_families={s: Options(raw_mode=True) for s in SPACES})
+    for space in ("assets", "index"):
+        cf = old.get_column_family(space)
+        for i in range(0, 400, 2):
+            cf[pack(i)] = b"old-%d" % i
+        cf.flush(True)
+        del cf
+    old.close()
+    del old
+    assert _table_filters(path) == dict.fromkeys(SPACES, 0)
+
+    kv = RocksKV(path, create=False)
+    try:
+        kv.commit([Put(s, pack(i), b"new-%d" % i) for s in ("assets", "index") for i in range(1, 400, 4)])
+        kv.purge({})  # flushes: a filtered table beside the old one
+        keys = [pack(i) for i in range(400)]
+        want = [b"old-%d" % i if i % 2 == 0 else b"new-%d" % i if i % 4 == 1 else None for i in range(400)]
+        for space in ("assets", "index"):
+            assert kv.load_many(space, keys) == want
+            assert [kv.load(space, k) for k in keys] == want
+        kv.purge({"assets": None, "index": None})  # compacts each space into one table
+        for space in ("assets", "index"):
+            assert kv.load_many(space, keys) == want
+    finally:
+        kv.close()
+    filters = _table_filters(path)
+    assert filters["assets"] == sum(w is not None for w in want)
+    assert filters["index"] == 0
 
 
 def test_rocks_second_open_is_locked(tmp_path: Path) -> None:
