@@ -98,11 +98,9 @@ def _table_filters(path: Path) -> dict[str, int]:
     try:
         for space in SPACES:
             cf = opened.get_column_family(space)
-            props = dict(
-                p.strip().split("=", 1)
-                for p in cf.property_value("rocksdb.aggregated-table-properties").split(";")
-                if "=" in p
-            )
+            text = cf.property_value("rocksdb.aggregated-table-properties")
+            assert text is not None
+            props = dict(p.strip().split("=", 1) for p in text.split(";") if "=" in p)
             held[space] = int(props["# entries for filter"])
             del cf
     finally:
