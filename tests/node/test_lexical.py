@@ -241,6 +241,32 @@ def test_a_frequent_term_is_only_looked_up_once_rarer_ones_decide() -> None:
     assert index.looked_up == before + 1  # k past every match: nothing to prune
 
 
+def test_factors_kept_from_an_older_average_length_never_change_the_answer() -> None:
+    """A search keeps each term's BM25 factors between calls, made at the average document length of the time, and
+    prunes with them. After a change of the average length small enough that they are kept (within FACTOR_DRIFT),
+    two documents whose order that change flipped are ranked as textbook BM25 ranks them now, with k = 1."""
+    kv = MemoryKV()
+    index = LexicalIndex(kv, blind)
+    docs = {sid(i): "filler " * 5 for i in range(100)}
+    docs[sid(100)] = "q " + "filler " * 35  # tf 1, 36 tokens
+    docs[sid(101)] = "q q " + "filler " * 72  # tf 2, 74 tokens: closer to the first as the average length grows
+    add_all(index, kv, PID_A, docs)
+    before = reference_bm25(docs, "q")
+    assert before[0][0] == sid(100)
+    assert_ranking(index.search(PID_A, "q", 1), before[:1])
+    n, total = index.stats(PID_A)
+    docs[sid(102)] = "filler " * 10  # the average length grows by 0.65 %
+    add_all(index, kv, PID_A, {sid(102): docs[sid(102)]})
+    after = reference_bm25(docs, "q")
+    assert after[0][0] == sid(101)  # the order flipped
+    assert_ranking(index.search(PID_A, "q", 1), after[:1])
+    assert_ranking(index.search(PID_A, "q", 2), after)
+    now, total_now = index.stats(PID_A)
+    assert 1 < (total_now / now) / (total / n) < 1 + lexical_mod.FACTOR_DRIFT
+    _, _, made_lowest, made_highest = index._memory[PID_A].terms[blind("q")]._fac
+    assert made_lowest == made_highest == total / n  # the factors the first search made were kept, not made again
+
+
 def test_a_snapshot_with_postings_out_of_order_is_sorted_when_parsed(backend: Backend) -> None:
     """A snapshot whose terms list their documents out of ordinal order (as one dumped from postings read off disk,
     in sid order, could) ranks as the index it was dumped from; one listing a document twice in a term is corrupt."""

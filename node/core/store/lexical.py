@@ -52,10 +52,12 @@ had no postings when a commit wrote to it starts in memory then, with nothing to
 committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the partitions touched,
 to be read again from disk). A changed or removed document's ordinal is retired (a live mask; a term's ``df`` counts its
 live postings), a new version gets a new ordinal; when retired ordinals outnumber live ones the partition is compacted
-in memory. Scoring is vectorised (numpy, float64, in the formula's order of operations) and pruned as MaxScore prunes
-(:meth:`LexicalIndex.search`): a query's frequent terms are only looked up for the documents its rarer terms met, once
-no other document can reach the ``k`` best; the result is the exhaustive one, and each score is summed in the query's
-term order whatever was pruned. A term's live count (``df``) is kept between searches and counted again after a
+in memory. Scoring is vectorised (numpy) and pruned as MaxScore prunes (:meth:`LexicalIndex.search`): a query's
+frequent terms are only looked up for the documents its rarer terms met, once no other document can reach the ``k``
+best. Pruning sums each posting's BM25 factor kept from earlier searches (float32, made at the average length of
+their time, within a known ratio of today's; a search's bounds widen by it), so a posting costs a multiply-add, not
+the formula; the few documents kept are then scored exactly (float64, in the formula's order of operations, summed in
+the query's term order): the result is the exhaustive one whatever was pruned. A term's live count (``df``) is kept between searches and counted again after a
 retirement in the partition. Nothing of this is written in the clear: the terms are the blinded keys, and the snapshot
 is sealed with the partition's key.
 
@@ -180,6 +182,16 @@ def _check_id(value: bytes, what: str) -> None:
 
 _NONE: Final = np.empty(0, np.uint32)  # a term's arrays before it has any (shared: arrays are replaced, never changed)
 _NONE.flags.writeable = False
+_NO_FACTORS: Final = np.empty(0, np.float32)
+_NO_FACTORS.flags.writeable = False
+# A term's kept BM25 factors are made again once the average lengths they were made at differ by more than this ratio
+# (a search's bounds widen by it: its exact rescoring then takes the few more documents within it of the k-th best).
+FACTOR_DRIFT: Final = 0.01
+# A float32 factor is within 2**-24 of the float64 one, and the sums of a score's terms within ~64·2**-53 of exact.
+FACTOR_ROUNDING: Final = 1e-6
+# Past pruning, a term is scored over all its postings (not looked up) while the candidates number more than its
+# postings divided by this: a lookup (a binary search, a gather) costs ~this many times a posting's multiply-add.
+WHOLE_RATIO: Final = 16
 
 
 class _Term:
@@ -187,7 +199,7 @@ class _Term:
     stay, and the partition's live mask leaves them out); with what search keeps of them between calls (its live
     count, and the largest frequency and shortest document among them, for the term's score bound)."""
 
-    __slots__ = ("_df", "_peak", "docs", "more_docs", "more_tf", "tf")
+    __slots__ = ("_df", "_fac", "_peak", "docs", "more_docs", "more_tf", "tf")
 
     def __init__(self, docs: np.ndarray | None = None, tf: np.ndarray | None = None) -> None:
         self.docs = _NONE if docs is None else docs
@@ -198,6 +210,9 @@ class _Term:
         self.more_tf = array("I")
         self._df = (-1, 0, 0)  # (the partition's retirements, postings, live postings) when last counted
         self._peak = (0, 0, math.inf)  # (postings, largest tf, shortest document length) over the first ones
+        # The BM25 factor of each of the first postings (float32), made at average lengths within [lowest, highest]:
+        # (factors, postings, lowest avgdl, highest avgdl). Made on the term's first search, extended by later ones.
+        self._fac: tuple[np.ndarray, int, float, float] = (_NO_FACTORS, 0, math.inf, 0.0)
 
     def add(self, ordinal: int, tf: int) -> None:
         self.more_docs.append(ordinal)
@@ -216,6 +231,7 @@ class _Term:
         docs, tf = self.arrays()
         order = np.argsort(docs, kind="stable")
         self.docs, self.tf = docs[order], tf[order]
+        self._fac = (_NO_FACTORS, 0, math.inf, 0.0)  # made in the old order
         if len(docs) > 1 and (self.docs[1:] == self.docs[:-1]).any():
             raise ValueError("a term's postings hold a document twice")
 
@@ -231,6 +247,37 @@ class _Term:
             live += int(np.count_nonzero(mem.alive[docs[seen:]]))
             self._df = (now, len(docs), live)
         return self._df[2]
+
+    def factors(self, mem: _Postings, avgdl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+        """The term's postings (``docs``, ``tf``), the BM25 factor ``tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))``
+        of each (float32), as kept between searches, and ``(low, high)``: each factor at ``avgdl`` itself is within
+        ``[low, high]`` times the one returned (float32 rounding aside).
+
+        A factor grows with ``avgdl``, and over a change of ``avgdl`` by a ratio ``r`` it changes by a ratio between
+        1 and ``r`` (its denominator is ``x + y/avgdl``, with x, y ≥ 0). The factors of postings added since the last
+        call are made at ``avgdl``; all are made again once the average lengths they were made at, and ``avgdl``,
+        span more than :data:`FACTOR_DRIFT`. ``_fac`` keeps the span they were made at (not the ``avgdl`` of every
+        call: a call that makes none leaves it)."""
+        docs, tf = self.arrays()
+        fac, n, lo, hi = self._fac
+        if n > len(docs):  # another thread's call extended them after this one read the arrays: a prefix of those
+            fac, n = fac[: len(docs)], len(docs)
+        lo, hi = min(lo, avgdl), max(hi, avgdl)
+        if hi > lo * (1.0 + FACTOR_DRIFT):
+            n, lo, hi = 0, avgdl, avgdl
+        if n < len(docs):
+            more = tf[n:].astype(np.float64)
+            d = mem.length[docs[n:]]  # a copy
+            d *= B
+            d /= avgdl
+            d += 1.0 - B
+            d *= K1
+            d += more
+            more *= K1 + 1.0
+            more /= d
+            fac = np.concatenate((fac[:n], more.astype(np.float32)))
+            self._fac = (fac, len(docs), lo, hi)
+        return docs, tf, fac, min(1.0, avgdl / hi), max(1.0, avgdl / lo)
 
     def bound(self, mem: _Postings, avgdl: float) -> float:
         """An upper bound of the term's BM25 factor ``tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))`` over its
@@ -655,7 +702,9 @@ class LexicalIndex:
             return []
         mem = self._postings(pid)
         avgdl = total / n_docs
-        found: list[tuple[np.ndarray, np.ndarray, float, float]] = []  # docs, tf, idf, bound; in query order
+        # docs, tf, idf, bound, factors (:meth:`_Term.factors`); in query order
+        found: list[tuple[np.ndarray, np.ndarray, float, float, np.ndarray]] = []
+        low, high = 1.0, 1.0  # a term's weight is within [low, high] times idf·factor (:meth:`_Term.factors`)
         for term in terms:
             t = mem.terms.get(self._blind(term))
             if t is None:
@@ -664,10 +713,13 @@ class LexicalIndex:
             if df == 0:
                 continue
             idf = bm25_idf(n_docs, df)
-            docs, tf = t.arrays()
-            found.append((docs, tf, idf, idf * t.bound(mem, avgdl)))
+            docs, tf, fac, lo, hi = t.factors(mem, avgdl)
+            low, high = min(low, lo), max(high, hi)
+            found.append((docs, tf, idf, idf * t.bound(mem, avgdl), fac))
         if not found:
             return []
+        low *= 1.0 - FACTOR_ROUNDING
+        high *= 1.0 + FACTOR_ROUNDING
 
         def weight(idf: float, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
             """``idf·tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))``, operation by operation in that order (the same
@@ -690,24 +742,31 @@ class LexicalIndex:
             at[at == len(docs)] = 0
             return docs[at] == cand, at
 
+        # Pruning reads ``score``: each document's sum of idf·factor over the terms scored so far, the kept factors
+        # standing for the weights (within [low, high] times them). ``floor`` is a lower bound of the k-th best
+        # final score (low times the k-th best such sum among eligible documents), and a document is let go only
+        # when high times its sum, with the bounds of the terms left, falls below it: whatever the factors' drift,
+        # every document of the k best is kept, and the few kept are scored again with the exact weights.
         eligible = _Eligible(mem, allowed)
         order = sorted(range(len(found)), key=lambda j: -found[j][3])
         left = [sum(found[j][3] for j in order[i:]) for i in range(len(order) + 1)]  # bounds of the terms from i on
         score = np.zeros(mem.count, np.float64)  # calloc: only the pages touched cost anything
         seen = np.zeros(mem.count, np.bool_)
         cand = np.empty(0, np.uint32)  # the eligible documents met so far
-        floor = -math.inf  # the k-th best score among them so far, once there are k: the final one is no lower
+        floor = -math.inf  # a lower bound of the final k-th best score among them, once there are k
 
         def margin() -> float:  # sums in another order may differ in their last bits
             return 1e-9 * max(abs(floor), 1.0)
 
         def rise() -> float:
-            return float(np.partition(score[cand], len(cand) - k)[len(cand) - k]) if len(cand) >= k else floor
+            if len(cand) < k:
+                return floor
+            return max(floor, low * float(np.partition(score[cand], len(cand) - k)[len(cand) - k]))
 
         i = 0
         while i < len(order) and left[i] >= floor - margin():  # a document not met yet may still reach the k best
-            docs, tf, idf, _ = found[order[i]]
-            np.add.at(score, docs, weight(idf, tf, docs))
+            docs, _, idf, _, fac = found[order[i]]
+            np.add.at(score, docs, fac * np.float64(idf))  # a float64 product: float32 factors, float64 sums
             new = docs[~seen[docs]]
             seen[new] = True
             cand = np.concatenate((cand, eligible(new)))
@@ -719,21 +778,21 @@ class LexicalIndex:
                 floor = rise()
         cand.sort()  # looked up in ascending order, each search starts where the one before ended
         while i < len(order):  # the rest only for the documents met, while they can still reach the k best
-            cand = cand[score[cand] + left[i] >= floor - margin()]
-            docs, tf, idf, _ = found[order[i]]
-            if len(cand) > len(docs):  # more candidates than postings: scoring every posting costs less
-                np.add.at(score, docs, weight(idf, tf, docs))  # a non-candidate's score is no longer read
+            cand = cand[high * score[cand] + left[i] >= floor - margin()]
+            docs, _, idf, _, fac = found[order[i]]
+            if len(cand) * WHOLE_RATIO > len(docs):  # many candidates: scoring every posting costs less
+                np.add.at(score, docs, fac * np.float64(idf))  # a non-candidate's score is no longer read
                 self.scored_whole += 1
             else:
                 hit, at = lookup(docs, cand)
-                score[cand[hit]] += weight(idf, tf[at[hit]], docs[at[hit]])
+                score[cand[hit]] += fac[at[hit]] * np.float64(idf)
                 self.looked_up += 1
             floor = rise()
             i += 1
         if len(cand) > k:
-            cand = cand[score[cand] >= floor - margin()]  # the k best, whatever ties the k-th, and near ties
+            cand = cand[high * score[cand] >= floor - margin()]  # the k best, and those within the factors' drift
         exact = np.zeros(len(cand), np.float64)  # scored again in the query's term order (module docstring)
-        for docs, tf, idf, _ in found:
+        for docs, tf, idf, _, _ in found:
             hit, at = lookup(docs, cand)
             exact[hit] += weight(idf, tf[at[hit]], docs[at[hit]])
         best = sorted(
