@@ -57,9 +57,9 @@ frequent terms are only looked up for the documents its rarer terms met, once no
 best. Pruning sums each posting's BM25 factor kept from earlier searches (float32, made at the average length of
 their time, within a known ratio of today's; a search's bounds widen by it), so a posting costs a multiply-add, not
 the formula; the few documents kept are then scored exactly (float64, in the formula's order of operations, summed in
-the query's term order): the result is the exhaustive one whatever was pruned. A term's live count (``df``) is kept between searches and counted again after a
-retirement in the partition. Nothing of this is written in the clear: the terms are the blinded keys, and the snapshot
-is sealed with the partition's key.
+the query's term order): the result is the exhaustive one whatever was pruned. A term's live count (``df``) is kept
+between searches and counted again after a retirement in the partition. Nothing of this is written in the clear: the
+terms are the blinded keys, and the snapshot is sealed with the partition's key (the kept factors are never written).
 
 The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
 change several documents of a partition, so ``doc_ops`` cannot read the statistics from disk for each of them. The
