@@ -253,6 +253,7 @@ class Node:
         return self.store.checkpoint()
 
     def close(self, *, checkpoint: bool = True) -> None:
+        self.retriever.close()
         if checkpoint:
             self.store.checkpoint()
         self.store.close()

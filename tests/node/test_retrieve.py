@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import random
+import threading
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from gaml.node.core.access.retrieve import Query, QueryVectors, SearchRequest
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.node import Node
 from gaml.policy.access import Grant, Location, Permission, Principal
-from gaml.policy.errors import GamlError, InvalidInput, PolicyError, UnknownPrincipal
+from gaml.policy.errors import GamlError, IndexMismatch, InvalidInput, PolicyError, StoreCorrupt, UnknownPrincipal
 from gaml.policy.model import Asset, AssetType, Level, Retention
 from tests.node.conftest import NOW, memory_world
 from tests.policy.test_access import oracle
@@ -286,6 +287,63 @@ def test_results_explain_themselves() -> None:
     ]
     (lex,) = node.search("payments incident", "alice", NOW + 1, mode="lexical")
     assert lex.path == "lexical" and lex.dense is None
+
+
+def test_a_hybrid_search_runs_its_dense_path_beside_the_lexical_one_and_raises_either_error() -> None:
+    """A hybrid call runs the dense path on a helper thread while the lexical one scores on the caller's: the hits
+    are those of the paths run one after the other (each hit's ranks are those of a dense-only and a lexical-only
+    search), a failing path's error is raised (the dense one's if both fail, as when they ran in turn, the lexical one
+    then never ran), and the helper thread ends when the node closes."""
+    node = node_for_tests()
+    texts = [f"{a} {b} {c}" for a, b, c in zip(WORDS, WORDS[3:] + WORDS[:3], WORDS[7:] + WORDS[:7], strict=True)]
+    node.put([{"asset_type": "fact", "payload": {"text": t}, "owner_id": "alice"} for t in texts], NOW)
+    threads: dict[str, set[str]] = {"dense": set(), "lexical": set()}
+    dense_search, lexical_search = node.store.dense_search, node.store.lexical.search
+
+    def watched_dense(*args: Any, **kwargs: Any) -> Any:
+        threads["dense"].add(threading.current_thread().name)
+        return dense_search(*args, **kwargs)
+
+    def watched_lexical(*args: Any, **kwargs: Any) -> Any:
+        threads["lexical"].add(threading.current_thread().name)
+        return lexical_search(*args, **kwargs)
+
+    node.store.dense_search = watched_dense  # type: ignore[method-assign]
+    node.store.lexical.search = watched_lexical  # type: ignore[method-assign]
+    hits = node.search("budget garden piano tea", "alice", NOW + 1, k=10)
+    assert threads == {"dense": {"gaml-dense_0"}, "lexical": {threading.current_thread().name}}
+    dense_rank = {
+        h.asset.id: r
+        for r, h in enumerate(node.search("budget garden piano tea", "alice", NOW + 1, k=10, mode="dense"), 1)
+    }
+    lexical_rank = {
+        h.asset.id: r
+        for r, h in enumerate(node.search("budget garden piano tea", "alice", NOW + 1, k=10, mode="lexical"), 1)
+    }
+    assert len(hits) == 10 and lexical_rank
+    for h in hits:
+        e = h.explain()
+        assert (e["dense"] or {}).get("rank") == dense_rank.get(h.asset.id)
+        assert (e["lexical"] or {}).get("rank") == lexical_rank.get(h.asset.id)
+
+    def broken(error: GamlError) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise error
+
+        return fail
+
+    node.store.lexical.search = broken(StoreCorrupt("the postings"))  # type: ignore[method-assign]
+    with pytest.raises(StoreCorrupt, match="the postings"):
+        node.search("budget garden", "alice", NOW + 1)
+    node.store.dense_search = broken(IndexMismatch("the vectors"))  # type: ignore[method-assign]
+    with pytest.raises(IndexMismatch, match="the vectors"):
+        node.search("budget garden", "alice", NOW + 1)
+    node.store.lexical.search = watched_lexical  # type: ignore[method-assign]
+    with pytest.raises(IndexMismatch, match="the vectors"):
+        node.search("budget garden", "alice", NOW + 1)
+    assert any(t.name.startswith("gaml-dense") for t in threading.enumerate())
+    node.close()
+    assert not any(t.name.startswith("gaml-dense") for t in threading.enumerate())
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ ever enters one.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import threading
@@ -256,6 +257,22 @@ class Retriever:
         # costs no pass over the partition's ids. Read-only once made; the retention check runs every call.
         self._decided: dict[tuple[bytes, Principal, Permission, Location], _Decided] = {}
         self.vectors = QueryVectors()  # the recent query texts' vectors (a repeated goal is not embedded again)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None  # the dense path's helper, made on first use
+        self._pool_lock = threading.Lock()
+
+    def _helper(self) -> concurrent.futures.ThreadPoolExecutor:
+        """One thread that runs a hybrid call's dense path beside its lexical one (:meth:`relevance`)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gaml-dense")
+            return self._pool
+
+    def close(self) -> None:
+        """Let the helper thread go (a call after this makes another)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     # -- stage 1 and 2 -------------------------------------------------------------------------------------------
 
@@ -454,34 +471,62 @@ class Retriever:
         by_pid = {pid: ids for pid, ids in keep.items() if ids}
         if not by_pid:
             return Relevance([], {}, {})
-        where = {}
+        where: dict[str, bytes] = {}
         dense: dict[str, tuple[int, float]] = {}
         lexical: dict[str, tuple[int, float]] = {}
         dense_error = dense_empty = ""
-        if req.mode in ("hybrid", "dense") and req.text.strip():
+        run_dense = req.mode in ("hybrid", "dense") and bool(req.text.strip())
+        run_lexical = req.mode in ("hybrid", "lexical") and bool(req.text.strip())
+        if run_dense:
             if query is None:
                 query = self.query(req.text, req.principal)
             elif query.text != req.text or query.who != req.principal:
                 raise InvalidInput("a shared query is the request's own text, asked by its own principal")
-            q, dense_error, dense_empty = query.dense()
-            if q is not None:
-                hits: list[Nearest] = []
-                for pid, ids in by_pid.items():
-                    near = self.store.dense_search(pid, q, depth, ids)
-                    where.update(dict.fromkeys((h.id for h in near), pid))
-                    hits += near
-                hits.sort(key=lambda h: (-h.score, h.id))
-                dense = {h.id: (r + 1, h.score) for r, h in enumerate(hits[:depth])}
-        if req.mode in ("hybrid", "lexical") and req.text.strip():
+        shared = query
+
+        def dense_path() -> tuple[dict[str, tuple[int, float]], dict[str, bytes], str, str]:
+            assert shared is not None
+            q, error, empty = shared.dense()
+            if q is None:
+                return {}, {}, error, empty
+            hits: list[Nearest] = []
+            found_in: dict[str, bytes] = {}
+            for pid, ids in by_pid.items():
+                near = self.store.dense_search(pid, q, depth, ids)
+                found_in.update(dict.fromkeys((h.id for h in near), pid))
+                hits += near
+            hits.sort(key=lambda h: (-h.score, h.id))
+            return {h.id: (r + 1, h.score) for r, h in enumerate(hits[:depth])}, found_in, error, empty
+
+        def lexical_path() -> tuple[dict[str, tuple[int, float]], dict[str, bytes]]:
             lex: list[tuple[str, float]] = []
+            found_in: dict[str, bytes] = {}
             for pid, ids in by_pid.items():
                 # Only the authorized ids are candidates, unless they are the whole partition (nothing to exclude).
                 whole = len(ids) == len(self.store.views(pid))
                 found = self.store.lexical.search(pid, req.text, depth, None if whole else ids)
-                where.update(dict.fromkeys((i for i, _ in found), pid))
+                found_in.update(dict.fromkeys((i for i, _ in found), pid))
                 lex += found
             lex.sort(key=lambda h: (-h[1], h[0]))
-            lexical = {i: (r + 1, s) for r, (i, s) in enumerate(lex[:depth])}
+            return {i: (r + 1, s) for r, (i, s) in enumerate(lex[:depth])}, found_in
+
+        if run_dense and run_lexical:
+            # The two paths read disjoint parts of the store (the vector index, the postings) and write nothing the
+            # other reads: the dense one runs on the helper thread (the embedder and hnswlib let go of the GIL, and
+            # so does NumPy's scoring on this one) while this thread scores the postings. Its error, if any, is the
+            # one raised, as when the paths ran one after the other; this call returns only once both have ended.
+            pending = self._helper().submit(dense_path)
+            try:
+                lexical, lexical_where = lexical_path()
+            except Exception:
+                pending.result()  # waited for, and raised instead if the dense path failed
+                raise
+            dense, where, dense_error, dense_empty = pending.result()
+            where.update(lexical_where)
+        elif run_dense:
+            dense, where, dense_error, dense_empty = dense_path()
+        elif run_lexical:
+            lexical, where = lexical_path()
         fused: dict[str, float] = {}
         for table in (dense, lexical):
             for id_, (rank, _) in table.items():
