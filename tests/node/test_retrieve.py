@@ -298,10 +298,14 @@ def test_a_hybrid_search_runs_its_dense_path_beside_the_lexical_one_and_raises_e
     texts = [f"{a} {b} {c}" for a, b, c in zip(WORDS, WORDS[3:] + WORDS[:3], WORDS[7:] + WORDS[:7], strict=True)]
     node.put([{"asset_type": "fact", "payload": {"text": t}, "owner_id": "alice"} for t in texts], NOW)
     threads: dict[str, set[str]] = {"dense": set(), "lexical": set()}
+    helpers: set[threading.Thread] = set()
+    caller = threading.current_thread()
     dense_search, lexical_search = node.store.dense_search, node.store.lexical.search
 
     def watched_dense(*args: Any, **kwargs: Any) -> Any:
         threads["dense"].add(threading.current_thread().name)
+        if threading.current_thread() is not caller:
+            helpers.add(threading.current_thread())  # a dense-only call runs on the caller's thread
         return dense_search(*args, **kwargs)
 
     def watched_lexical(*args: Any, **kwargs: Any) -> Any:
@@ -311,7 +315,7 @@ def test_a_hybrid_search_runs_its_dense_path_beside_the_lexical_one_and_raises_e
     node.store.dense_search = watched_dense  # type: ignore[method-assign]
     node.store.lexical.search = watched_lexical  # type: ignore[method-assign]
     hits = node.search("budget garden piano tea", "alice", NOW + 1, k=10)
-    assert threads == {"dense": {"gaml-dense_0"}, "lexical": {threading.current_thread().name}}
+    assert threads == {"dense": {"gaml-dense_0"}, "lexical": {caller.name}}
     dense_rank = {
         h.asset.id: r
         for r, h in enumerate(node.search("budget garden piano tea", "alice", NOW + 1, k=10, mode="dense"), 1)
@@ -341,9 +345,10 @@ def test_a_hybrid_search_runs_its_dense_path_beside_the_lexical_one_and_raises_e
     node.store.lexical.search = watched_lexical  # type: ignore[method-assign]
     with pytest.raises(IndexMismatch, match="the vectors"):
         node.search("budget garden", "alice", NOW + 1)
-    assert any(t.name.startswith("gaml-dense") for t in threading.enumerate())
+    (helper,) = helpers
+    assert helper.is_alive()
     node.close()
-    assert not any(t.name.startswith("gaml-dense") for t in threading.enumerate())
+    assert not helper.is_alive()
 
 
 @pytest.mark.parametrize(
