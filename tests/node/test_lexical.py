@@ -183,10 +183,16 @@ def test_bm25_ranks_rare_term_first_and_matches_reference(backend: Backend) -> N
     assert_ranking(index.search(PID_A, "tea", 2), reference_bm25(CORPUS, "tea")[:2])
 
 
-def test_pruned_search_ranks_as_textbook_bm25_over_skewed_corpora(backend: Backend) -> None:
+@pytest.mark.parametrize(("floor_among", "whole_ratio"), [(lexical_mod.FLOOR_AMONG, lexical_mod.WHOLE_RATIO), (7, 1)])
+def test_pruned_search_ranks_as_textbook_bm25_over_skewed_corpora(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, floor_among: int, whole_ratio: int
+) -> None:
     """Search prunes (MaxScore: frequent terms are only looked up for the documents rarer ones met); over seeded
     corpora with a Zipf vocabulary, through edits and deletes (retired ordinals), for small and large k and with and
-    without an allowed set, it returns exactly the k best of textbook BM25, with the same scores."""
+    without an allowed set, it returns exactly the k best of textbook BM25, with the same scores. Also with the floor
+    looked for among only the first 7 candidates met, and terms looked up past pruning wherever they can be."""
+    monkeypatch.setattr(lexical_mod, "FLOOR_AMONG", floor_among)
+    monkeypatch.setattr(lexical_mod, "WHOLE_RATIO", whole_ratio)
     rng = random.Random(11)
     vocabulary = [f"t{i}" for i in range(60)]
     weights = [1.0 / (i + 1) for i in range(60)]

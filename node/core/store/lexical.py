@@ -189,6 +189,9 @@ _NO_FACTORS.flags.writeable = False
 FACTOR_DRIFT: Final = 0.01
 # A float32 factor is within 2**-24 of the float64 one, and the sums of a score's terms within ~64·2**-53 of exact.
 FACTOR_ROUNDING: Final = 1e-6
+# While whole terms are scored, the k-th best sum is looked for among this many candidates, the first met (at 1M
+# assets, in one process: p99 of lexical search 21-26 -> 16-19 ms against all of them, the results the same).
+FLOOR_AMONG: Final = 65_536
 # Past pruning, a term is scored over all its postings (not looked up) while the candidates number more than its
 # postings divided by this: a lookup (a binary search, a gather) costs ~this many times a posting's multiply-add.
 WHOLE_RATIO: Final = 16
@@ -758,10 +761,12 @@ class LexicalIndex:
         def margin() -> float:  # sums in another order may differ in their last bits
             return 1e-9 * max(abs(floor), 1.0)
 
-        def rise() -> float:
-            if len(cand) < k:
+        def rise(among: np.ndarray) -> float:
+            """The floor raised to ``low`` times the k-th best sum among ``among`` (eligible documents met): any of
+            them is a lower bound."""
+            if len(among) < k:
                 return floor
-            return max(floor, low * float(np.partition(score[cand], len(cand) - k)[len(cand) - k]))
+            return max(floor, low * float(np.partition(score[among], len(among) - k)[len(among) - k]))
 
         i = 0
         while i < len(order) and left[i] >= floor - margin():  # a document not met yet may still reach the k best
@@ -772,13 +777,14 @@ class LexicalIndex:
             cand = np.concatenate((cand, eligible(new)))
             i += 1
             # The k-th best score is at most the bounds of the terms scored so far added up: while that is below what
-            # the terms left could add, the loop goes on whatever it is, so it is not looked for (a partition of
-            # every candidate's score).
+            # the terms left could add, the loop goes on whatever it is, so it is not looked for. It is looked for
+            # among the first candidates met (the documents of the terms of highest bound, where the best are), not
+            # all: a partition of every candidate's score cost more, each time, than the terms it stopped early.
             if left[0] - left[i] >= left[i]:
-                floor = rise()
+                floor = rise(cand[:FLOOR_AMONG])
         cand.sort()  # looked up in ascending order, each search starts where the one before ended
         while i < len(order):  # the rest only for the documents met, while they can still reach the k best
-            cand = cand[high * score[cand] + left[i] >= floor - margin()]
+            cand = cand[score[cand] >= (floor - margin() - left[i]) / high]
             docs, _, idf, _, fac = found[order[i]]
             if len(cand) * WHOLE_RATIO > len(docs):  # many candidates: scoring every posting costs less
                 np.add.at(score, docs, fac * np.float64(idf))  # a non-candidate's score is no longer read
@@ -787,7 +793,7 @@ class LexicalIndex:
                 hit, at = lookup(docs, cand)
                 score[cand[hit]] += fac[at[hit]] * np.float64(idf)
                 self.looked_up += 1
-            floor = rise()
+            floor = rise(cand)
             i += 1
         if len(cand) > k:
             cand = cand[high * score[cand] >= floor - margin()]  # the k best, and those within the factors' drift
