@@ -197,6 +197,22 @@ FLOOR_AMONG: Final = 65_536
 WHOLE_RATIO: Final = 16
 
 
+def _weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float) -> np.ndarray:
+    """``idf·tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))`` per posting, operation by operation in that order (the
+    same bits as the expression; ``idf`` 1.0 gives the factor alone, exactly), in place in two arrays rather than a
+    temporary per operation. ``dl`` (float64) is used up: pass a copy, as an index into the lengths makes."""
+    f = tf.astype(np.float64)
+    dl *= B
+    dl /= avgdl
+    dl += 1.0 - B
+    dl *= K1
+    dl += f
+    f *= idf
+    f *= K1 + 1.0
+    f /= dl
+    return f
+
+
 class _Term:
     """One term's postings in one partition: ordinals (ascending) and frequencies, appended to (a retired ordinal's
     stay, and the partition's live mask leaves them out); with what search keeps of them between calls (its live
@@ -269,15 +285,7 @@ class _Term:
         if hi > lo * (1.0 + FACTOR_DRIFT):
             n, lo, hi = 0, avgdl, avgdl
         if n < len(docs):
-            more = tf[n:].astype(np.float64)
-            d = mem.length[docs[n:]]  # a copy
-            d *= B
-            d /= avgdl
-            d += 1.0 - B
-            d *= K1
-            d += more
-            more *= K1 + 1.0
-            more /= d
+            more = _weights(tf[n:], mem.length[docs[n:]], avgdl, 1.0)
             fac = np.concatenate((fac[:n], more.astype(np.float32)))
             self._fac = (fac, len(docs), lo, hi)
         return docs, tf, fac, min(1.0, avgdl / hi), max(1.0, avgdl / lo)
@@ -725,19 +733,7 @@ class LexicalIndex:
         high *= 1.0 + FACTOR_ROUNDING
 
         def weight(idf: float, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
-            """``idf·tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avgdl))``, operation by operation in that order (the same
-            bits as the expression), in place in two arrays rather than a temporary per operation."""
-            f = tf.astype(np.float64)
-            d = mem.length[docs]  # a copy
-            d *= B
-            d /= avgdl
-            d += 1.0 - B
-            d *= K1
-            d += f
-            f *= idf
-            f *= K1 + 1.0
-            f /= d
-            return f
+            return _weights(tf, mem.length[docs], avgdl, idf)
 
         def lookup(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """Which of ``cand`` have a posting in ``docs`` (a mask over ``cand``), and where."""
