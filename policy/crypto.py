@@ -3,6 +3,8 @@
 - Signatures: Ed25519 (PyNaCl) over canonical encodings.
 - Sealing: XChaCha20-Poly1305 (IETF AEAD, 24-byte random nonce) with associated data that binds what the bytes are
   (asset id, partition, key epoch), so a sealed blob moved under another id or partition fails to open.
+- Sealed streams (large blobs: index snapshots): ChaCha20-Poly1305 over 4 MiB chunks under a key of the stream's
+  own (the STREAM construction), sealed and opened a chunk at a time, so a blob of gigabytes is never copied whole.
 - Boxes (sealing to a node): X25519 (the recipient's Ed25519 node key, converted) with an ephemeral key, HKDF-SHA256,
   then the same AEAD. A node needs no second key pair to receive a group key: its node identity is enough.
 - Digests: SHA-256, for content addresses (replicated objects are named by the digest of their bytes).
@@ -21,31 +23,41 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import io
 import ipaddress
 import os
 import random
-from collections.abc import Sequence
-from typing import Final, Protocol
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Final, Protocol
 
 import nacl.bindings as _sodium
 import nacl.exceptions
 import nacl.pwhash
 import nacl.signing
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.exceptions import InvalidSignature, InvalidTag, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from gaml.policy.errors import BadSignature, DecryptionFailed, GamlError, InvalidInput, KeychainError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 SEAL_FORMAT: Final = b"\x01"  # format byte of a sealed blob: 0x01 = XChaCha20-Poly1305, 24-byte nonce
 NONCE_BYTES: Final = 24
 KEY_BYTES: Final = 32
 TAG_BYTES: Final = 16
 SEAL_OVERHEAD: Final = 1 + NONCE_BYTES + TAG_BYTES
+STREAM_MAGIC: Final = b"GSS1"  # a sealed stream: chunks of ChaCha20-Poly1305 under a key of the stream's own (STREAM)
+STREAM_HEAD_BYTES: Final = len(STREAM_MAGIC) + NONCE_BYTES + 4  # magic, salt, chunk size
+STREAM_CHUNK: Final = 1 << 22  # plaintext bytes a chunk: 4 MiB
+STREAM_CHUNK_MAX: Final = 1 << 26
 BOX_FORMAT: Final = b"\x02"  # format byte of a box: 0x02 = ephemeral X25519 + HKDF-SHA256 + XChaCha20-Poly1305
 X25519_BYTES: Final = 32
 BOX_OVERHEAD: Final = 1 + X25519_BYTES + NONCE_BYTES + TAG_BYTES
@@ -57,6 +69,7 @@ BLIND_INDEX_TAG: Final = b"gaml_blind_index_v1"
 PARTITION_ID_TAG: Final = b"gaml_partition_id_v1"
 STORAGE_ID_TAG: Final = b"gaml_storage_id_v1"
 KEYCHAIN_AAD: Final = b"gaml_keychain_v1"
+STREAM_KEY_TAG: Final = b"gaml_sealed_stream_v1"
 # HKDF salt of a box's key (the info is eph_pub | recipient X25519 public key). Not named *_TAG: the tags are pinned in
 # tests/vectors/crypto.json; this one is pinned by test_crypto.py's box vector until the vectors are regenerated.
 BOX_KDF_SALT: Final = b"gaml/box/1"
@@ -155,6 +168,163 @@ def open_sealed(key: bytes, blob: bytes, aad: bytes) -> bytes:
         return bytes(_sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(ct, aad, nonce, key))
     except nacl.exceptions.CryptoError as e:
         raise DecryptionFailed("authentication failed: wrong key, wrong context, or altered bytes") from e
+
+
+# -- sealed streams: large blobs sealed and opened a chunk at a time ----------------------------------------------
+
+
+def seal_stream(
+    key: bytes, parts: Iterable[Buffer], aad: bytes, entropy: Entropy, chunk: int = STREAM_CHUNK
+) -> Iterator[memoryview]:
+    """Seal the concatenation of ``parts`` as a stream of chunks, yielded for the caller to write in turn.
+
+    The STREAM construction (Hoang et al., as in age): a header (:data:`STREAM_MAGIC`, a random 24-byte salt, the
+    chunk size) and chunks of ``chunk`` plaintext bytes, each sealed with ChaCha20-Poly1305 under a key of this
+    stream's own (HKDF of ``key`` under :data:`STREAM_KEY_TAG` and the salt), its nonce the chunk's number with a
+    flag on the last, its associated data the header and ``aad``: chunks cannot be dropped, reordered, moved to
+    another stream or cut off at a chunk's end. A part is read in place, never joined with the others, so a
+    snapshot of gigabytes needs one chunk of memory beside it. Each yielded view is reused for the next chunk: write
+    it (or copy it) before asking for the next."""
+    if len(key) != KEY_BYTES:
+        raise GamlError("a sealing key is 32 bytes")
+    if not 0 < chunk <= STREAM_CHUNK_MAX:
+        raise GamlError(f"a stream's chunk is 1 to {STREAM_CHUNK_MAX} bytes")
+    salt = entropy.random_bytes(NONCE_BYTES)
+    head = STREAM_MAGIC + salt + struct.pack(">I", chunk)
+    yield memoryview(head)
+    aead = ChaCha20Poly1305(derive_key(key, STREAM_KEY_TAG, salt))
+    bound = head + aad
+    out = bytearray(chunk + TAG_BYTES)
+    scratch = bytearray(chunk)
+    fill = 0
+    held: memoryview | None = None  # a whole chunk not yet sealed: whether it is the last is known once more comes
+    n = 0
+    for part in parts:
+        mv = memoryview(part).cast("B")
+        while mv:
+            if held is not None:
+                yield _seal_chunk(aead, n, False, held, bound, out)
+                n, held = n + 1, None
+            if fill == 0 and len(mv) >= chunk:
+                held, mv = mv[:chunk], mv[chunk:]  # in place: no copy of a part's whole chunks
+                continue
+            take = min(chunk - fill, len(mv))
+            scratch[fill : fill + take] = mv[:take]
+            fill, mv = fill + take, mv[take:]
+            if fill == chunk:
+                held, fill = memoryview(scratch), 0
+    if held is not None:
+        yield _seal_chunk(aead, n, True, held, bound, out)
+    else:
+        yield _seal_chunk(aead, n, True, memoryview(scratch)[:fill], bound, out)
+
+
+def _stream_nonce(n: int, last: bool) -> bytes:
+    return n.to_bytes(11, "big") + (b"\x01" if last else b"\x00")
+
+
+def _seal_chunk(aead: ChaCha20Poly1305, n: int, last: bool, data: memoryview, aad: bytes, out: bytearray) -> memoryview:
+    view = memoryview(out)[: len(data) + TAG_BYTES]
+    aead.encrypt_into(_stream_nonce(n, last), data, aad, view)
+    return view
+
+
+class StreamReader:
+    """A sealed stream (:func:`seal_stream`) opened a chunk at a time from a binary file: :meth:`readinto` fills
+    buffers in order, :meth:`end` checks that the stream ended there. Raises :class:`DecryptionFailed` on a wrong key,
+    wrong ``aad``, altered, reordered, truncated or extended bytes; nothing read before such an error can be trusted
+    (the caller drops it)."""
+
+    def __init__(self, key: bytes, f: io.BufferedIOBase, aad: bytes) -> None:
+        if len(key) != KEY_BYTES:
+            raise GamlError("a sealing key is 32 bytes")
+        head = f.read(STREAM_HEAD_BYTES)
+        if len(head) != STREAM_HEAD_BYTES or head[: len(STREAM_MAGIC)] != STREAM_MAGIC:
+            raise DecryptionFailed("not a sealed GAML stream (bad magic or too short)")
+        salt = head[len(STREAM_MAGIC) : len(STREAM_MAGIC) + NONCE_BYTES]
+        (self._chunk,) = struct.unpack(">I", head[-4:])
+        if not 0 < self._chunk <= STREAM_CHUNK_MAX:
+            raise DecryptionFailed(f"a sealed stream's chunk size is out of range ({self._chunk})")
+        self._f = f
+        self._aead = ChaCha20Poly1305(derive_key(key, STREAM_KEY_TAG, salt))
+        self._aad = head + aad
+        self._ct = bytearray(self._chunk + TAG_BYTES)
+        self._pt = bytearray(self._chunk)
+        self._at = self._have = 0  # the unread plaintext of the current chunk: self._pt[at:have]
+        self._n = 0
+        self._ended = False  # the last chunk has been opened
+
+    def _next_chunk(self, into: memoryview | None) -> int:
+        """Open the next chunk into ``into`` (when it is at least a whole chunk) or the reader's own buffer."""
+        if self._ended:
+            raise DecryptionFailed("the sealed stream ends here: fewer bytes than its reader asked for")
+        got = 0
+        while got < len(self._ct):  # a file may give fewer bytes than asked before its end
+            n = self._f.readinto(memoryview(self._ct)[got:])
+            if not n:
+                break
+            got += n
+        if got < TAG_BYTES:
+            raise DecryptionFailed("the sealed stream is truncated")
+        size = got - TAG_BYTES
+        dest = into[:size] if into is not None and len(into) >= size else memoryview(self._pt)[:size]
+        ct = memoryview(self._ct)[:got]
+        # A chunk shorter than the chunk size can only be the last; a whole one is the last if its tag says so.
+        for last in (False, True) if got == len(self._ct) else (True,):
+            try:
+                self._aead.decrypt_into(_stream_nonce(self._n, last), ct, self._aad, dest)
+            except InvalidTag:
+                continue
+            self._n += 1
+            self._ended = last
+            return size
+        raise DecryptionFailed("a chunk of the sealed stream does not open: wrong key, wrong context, or altered bytes")
+
+    def readinto(self, buf: Buffer) -> None:
+        """Fill ``buf`` with the stream's next plaintext bytes (all of them, or :class:`DecryptionFailed`)."""
+        out = memoryview(buf).cast("B")
+        while out:
+            if self._at < self._have:
+                take = min(len(out), self._have - self._at)
+                out[:take] = memoryview(self._pt)[self._at : self._at + take]
+                self._at += take
+                out = out[take:]
+            elif len(out) >= self._chunk:  # room for a whole chunk: opened in place, not through the reader's buffer
+                out = out[self._next_chunk(out) :]
+            else:
+                self._have, self._at = self._next_chunk(None), 0
+
+    def read(self, n: int) -> bytes:
+        """The stream's next ``n`` plaintext bytes."""
+        buf = bytearray(n)
+        self.readinto(buf)
+        return bytes(buf)
+
+    def rest(self) -> bytes:
+        """The stream's plaintext from here to its end (then :meth:`end` holds)."""
+        parts = [bytes(memoryview(self._pt)[self._at : self._have])]
+        while not self._ended:
+            parts.append(bytes(memoryview(self._pt)[: self._next_chunk(None)]))
+        self._at = self._have = 0
+        return b"".join(parts)
+
+    def end(self) -> None:
+        """Check that the stream ends where the reader stopped: its last chunk opened, all its bytes read, nothing
+        after it in the file."""
+        if self._at == self._have and not self._ended:  # a stream of whole chunks read to its end, or an empty one
+            self._have, self._at = self._next_chunk(None), 0
+        if self._at < self._have or not self._ended:
+            raise DecryptionFailed("the sealed stream holds more bytes than its reader expected")
+        if self._f.read(1):
+            raise DecryptionFailed("bytes follow the sealed stream's last chunk")
+
+
+def open_stream(key: bytes, blob: bytes, aad: bytes) -> bytes:
+    """The whole plaintext of a sealed stream held in memory (:func:`seal_stream`'s chunks joined)."""
+    reader = StreamReader(key, io.BytesIO(blob), aad)
+    plaintext = reader.rest()
+    reader.end()
+    return plaintext
 
 
 # -- boxes: sealing to a node's identity -----------------------------------------------------------------------------

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import io
 import json
 import os
 import re
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from gaml.policy import crypto
 from gaml.policy.errors import DecryptionFailed, StoreCorrupt, UnsafeFile
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 SEALED_FORMAT: Final = "gaml-sealed-1"
 
@@ -32,8 +37,9 @@ def bytes_under(root: Path) -> int:
     return total
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one, never a torn one.
+def write_atomic(path: Path, data: bytes | Iterable[Buffer], mode: int = 0o600) -> None:
+    """Write ``data`` (bytes, or parts written in turn) to ``path`` so that a crash leaves either the old file or the
+    new one, never a torn one.
 
     The temporary file is new (``O_CREAT | O_EXCL | O_NOFOLLOW``, under a random name beside ``path``), so nothing is
     ever written through a symlink or into a file someone else prepared; ``os.replace`` then swaps the name (a symlink
@@ -43,7 +49,8 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), mode)
-            f.write(data)
+            for part in [data] if isinstance(data, bytes) else data:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -137,7 +144,13 @@ class FileBlobs:
         except FileNotFoundError:
             return None
 
-    def write(self, name: str, data: bytes) -> None:
+    def open(self, name: str) -> io.BufferedIOBase | None:
+        try:
+            return self._path(name).open("rb")
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes | Iterable[Buffer]) -> None:
         write_atomic(self._path(name), data)
 
     def remove(self, name: str) -> None:

@@ -12,7 +12,7 @@ import pickle
 import struct
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import hnswlib
 import numpy as np
@@ -20,7 +20,11 @@ import numpy as np
 from gaml.node.core.store.vectors import as_matrix, top_k
 from gaml.policy.errors import IndexMismatch, StoreCorrupt
 
-HNSW_MAGIC: Final = b"GHI1"
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+HNSW_MAGIC: Final = b"GHI2"  # parts: the magic and a pickle (protocol 5) of settings and labels, then hnswlib's arrays
+LEGACY_HNSW_MAGIC: Final = b"GHI1"  # the format before: one buffer (magic, length, a pickle holding the arrays)
 # The candidate list of a query (hnswlib's ef; k when k is larger). 128 found 0.921 of the exact top 10 among 100k
 # MiniLM vectors (bench/results/scale-minilm.md); on 30k of the scale bench's texts embedded with MiniLM raw hnswlib
 # finds 0.981 at 128, 0.992 at 256 and 0.998 at 512, for 0.48 / 0.90 / 1.61 ms a query (docs/benchmarks.md). A
@@ -124,9 +128,12 @@ class HnswIndex:
     def __contains__(self, id_: object) -> bool:
         return id_ in self._label
 
-    def dump(self) -> bytes:
-        """Snapshot as bytes (the caller seals it; pickle is read back only from an authenticated blob)."""
-        body = pickle.dumps(
+    def dump(self) -> list[memoryview]:
+        """Snapshot in parts: the magic and a pickle of the settings and labels, then hnswlib's arrays out of band
+        (pickle protocol 5), as hnswlib copied them out of the index. The caller seals the parts; pickle is read back
+        only from an authenticated snapshot."""
+        arrays: list[pickle.PickleBuffer] = []
+        head = pickle.dumps(
             {
                 "dim": self.dim,
                 "ef_search": self.ef_search,
@@ -135,20 +142,26 @@ class HnswIndex:
                 "labels": self._label,
                 "index": self._index,
             },
-            protocol=pickle.HIGHEST_PROTOCOL,
+            protocol=5,
+            buffer_callback=arrays.append,
         )
-        return HNSW_MAGIC + struct.pack(">Q", len(body)) + body
+        return [memoryview(HNSW_MAGIC + head), *(a.raw() for a in arrays)]
 
     @classmethod
-    def load(cls, data: bytes | memoryview, *, threads: int = 1, ef_search: int | None = None) -> HnswIndex:
-        """A snapshot read back; ``ef_search`` (a query-time setting: None keeps the snapshot's) applies to it."""
+    def load(cls, parts: Sequence[Buffer], *, threads: int = 1, ef_search: int | None = None) -> HnswIndex:
+        """A snapshot read back (hnswlib copies its arrays out of ``parts``, which may be views of larger buffers);
+        ``ef_search`` (a query-time setting: None keeps the snapshot's) applies to it."""
         try:
-            if data[:4] != HNSW_MAGIC:
+            first = memoryview(parts[0]).cast("B")
+            if first[:4] == LEGACY_HNSW_MAGIC and len(parts) == 1:  # the format before: one pickle, arrays within
+                (n,) = struct.unpack(">Q", first[4:12])
+                if len(first) != 12 + n:
+                    raise ValueError("truncated")
+                state = pickle.loads(first[12:])
+            elif first[:4] == HNSW_MAGIC:
+                state = pickle.loads(first[4:], buffers=parts[1:])
+            else:
                 raise ValueError("bad magic")
-            (n,) = struct.unpack(">Q", data[4:12])
-            if len(data) != 12 + n:
-                raise ValueError("truncated")
-            state = pickle.loads(data[12:])
             p = state["params"]
             index = cls(
                 state["dim"],
@@ -176,5 +189,5 @@ class HnswFactory:
     def new(self, dim: int) -> HnswIndex:
         return HnswIndex(dim, **self.kw)
 
-    def load(self, data: bytes | memoryview) -> HnswIndex:
-        return HnswIndex.load(data, threads=self.kw["threads"], ef_search=self.kw["ef_search"])
+    def load(self, parts: Sequence[Buffer]) -> HnswIndex:
+        return HnswIndex.load(parts, threads=self.kw["threads"], ef_search=self.kw["ef_search"])

@@ -275,7 +275,7 @@ def plaintexts(store: Store) -> Iterator[tuple[str, bytes]]:
         snapshot = store.blobs.read(store._snapshot_name(part.pid))
         if snapshot is not None:
             aad = b"index:" + part.pid + part.epoch.to_bytes(4, "big")
-            yield f"snapshot {part.ref.name}", crypto.open_sealed(store._live[part.pid].key, snapshot, aad)
+            yield f"snapshot {part.ref.name}", crypto.open_stream(store._live[part.pid].key, snapshot, aad)
 
 
 def postings(store: Store, word: str) -> list[bytes]:

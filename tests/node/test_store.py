@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import gc
+import io
 import os
+import pickle
 import random
 import struct
 import subprocess
@@ -679,16 +681,87 @@ def test_a_snapshot_of_views_in_the_format_before_opens_without_a_rebuild(
     assert node.store.rebuilt_indexes == 0 and len(next(iter(_views(node).values()))) == 21
 
 
+def test_a_snapshot_sealed_as_one_blob_opens_without_a_rebuild(world: World) -> None:
+    """A snapshot of the format before sealed streams (one sealed blob, read whole; lengths between its parts; the
+    vector index one buffer, hnswlib's arrays inside its pickle) is read as it is: no rebuild, no replay, the same
+    search results; the next checkpoint writes a sealed stream, which opens the same way."""
+    node = world.open_node()
+    node.put([fact(f"fact {i} quartz") for i in range(50)], NOW)
+    goals = ["fact 12 quartz", "fact 3", "quartz 40"]
+
+    def answers(n: Node) -> list[list[tuple[str, float]]]:
+        return [[(r.asset.id, round(r.score, 9)) for r in n.search(g, "alice", LATER, k=5)] for g in goals]
+
+    want = answers(node)
+    node.close()
+    store = node.store
+    (part,) = store.partitions()
+    name, key = store._snapshot_name(part.pid), store._live[part.pid].key
+    aad = b"index:" + part.pid + part.epoch.to_bytes(4, "big")
+    blob = world.blobs.read(name)
+    assert blob is not None and blob[:4] == crypto.STREAM_MAGIC
+    raw = crypto.open_stream(key, blob, aad)
+    (hl,) = struct.unpack(">I", raw[:4])
+    head = orjson.loads(raw[4 : 4 + hl])
+    at = 4 + hl
+    views, lexical_part = raw[at : at + head["views"]], raw[at + head["views"] : at + head["views"] + head["lexical"]]
+    at += head["views"] + head["lexical"]
+    parts = []
+    for n in head["index"]:
+        parts.append(raw[at : at + n])
+        at += n
+    assert at == len(raw)
+    old_head = orjson.dumps({k: v for k, v in head.items() if k not in ("format", "views", "index")})
+    old = b"".join(
+        [
+            struct.pack(">I", len(old_head)),
+            old_head,
+            struct.pack(">Q", len(views)),
+            views,
+            struct.pack(">Q", len(lexical_part)),
+            lexical_part,
+            _index_as_before(parts),
+        ]
+    )
+    world.blobs.write(name, crypto.seal(key, old, aad, crypto.SeededEntropy(3)))
+    node = world.open_node()
+    assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
+    assert answers(node) == want
+    node.put([fact("one more")], NOW + 1)
+    node.close()
+    blob = world.blobs.read(name)
+    assert blob is not None and blob[:4] == crypto.STREAM_MAGIC
+    node = world.open_node()
+    assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
+    assert answers(node) == want
+
+
+def _index_as_before(parts: list[bytes]) -> bytes:
+    """A vector index snapshot in parts, in the one-buffer format it was written in before."""
+    first = parts[0]
+    if first[:4] == b"GAI2":  # adaptive: kind and threshold, then the inner index
+        return b"GAI1" + first[4:9] + _index_as_before(parts[1:])
+    if first[:4] == b"GXI2":  # exact: a JSON head, then the matrix as .npy
+        head = orjson.loads(first[4:])
+        m = np.frombuffer(parts[1], dtype=np.float32).reshape(len(head["ids"]), head["dim"])
+        buf = io.BytesIO()
+        np.save(buf, m, allow_pickle=False)
+        return b"GXI1" + struct.pack(">I", len(first) - 4) + first[4:] + buf.getvalue()
+    assert first[:4] == b"GHI2"  # HNSW: one pickle, hnswlib's arrays within it
+    body = pickle.dumps(pickle.loads(first[4:], buffers=parts[1:]), protocol=pickle.HIGHEST_PROTOCOL)
+    return b"GHI1" + struct.pack(">Q", len(body)) + body
+
+
 def _sealed_views(world: World, node: Node) -> bytes:
     """The views part of the (one) partition's sealed snapshot, opened."""
     store = node.store
     (part,) = store.partitions()
     blob = world.blobs.read(store._snapshot_name(part.pid))
     assert blob is not None
-    raw = crypto.open_sealed(store._live[part.pid].key, blob, b"index:" + part.pid + part.epoch.to_bytes(4, "big"))
+    raw = crypto.open_stream(store._live[part.pid].key, blob, b"index:" + part.pid + part.epoch.to_bytes(4, "big"))
     (hl,) = struct.unpack(">I", raw[:4])
-    (vl,) = struct.unpack(">Q", raw[4 + hl : 12 + hl])
-    return raw[12 + hl : 12 + hl + vl]
+    head = orjson.loads(raw[4 : 4 + hl])
+    return raw[4 + hl : 4 + hl + head["views"]]
 
 
 @pytest.mark.parametrize("stop", ["written", "clean"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import random
 from pathlib import Path
@@ -85,6 +87,81 @@ def test_wrong_format_byte_fails() -> None:
     for fmt in (b"\x00", b"\x02", b"\xff"):
         with pytest.raises(DecryptionFailed, match="format"):
             crypto.open_sealed(KEY, fmt + blob[1:], AAD)
+
+
+def stream(data: bytes, chunk: int, seed: int = 0, aad: bytes = AAD, cuts: tuple[int, ...] = (3, 3, 40)) -> bytes:
+    """``data`` sealed as a stream, handed over in parts cut at ``cuts`` (an empty part among them)."""
+    bounds = [0, *(min(c, len(data)) for c in cuts), len(data)]
+    parts = [data[a:b] for a, b in itertools.pairwise(bounds)]
+    return b"".join(bytes(c) for c in crypto.seal_stream(KEY, parts, aad, crypto.SeededEntropy(seed), chunk=chunk))
+
+
+@pytest.mark.parametrize("chunk", [1, 16, 1000])
+@pytest.mark.parametrize("size", [0, 1, 15, 16, 17, 48, 100])
+def test_a_sealed_stream_opens_whole_or_read_in_pieces(size: int, chunk: int) -> None:
+    """Any plaintext (empty, within a chunk, whole chunks, a partial last one), handed over in parts of any size,
+    opens to the same bytes, whole or read into buffers of other sizes."""
+    data = random.Random(size).randbytes(size)
+    blob = stream(data, chunk)
+    assert crypto.open_stream(KEY, blob, AAD) == data
+    for cuts in ((0,), (size // 3, size // 2), (chunk, 2 * chunk + 1)):
+        reader = crypto.StreamReader(KEY, io.BytesIO(blob), AAD)
+        bounds = [0, *(min(c, size) for c in cuts), size]
+        pieces = [bytearray(b - a) for a, b in itertools.pairwise(bounds)]
+        for piece in pieces:
+            reader.readinto(piece)
+        reader.end()
+        assert b"".join(pieces) == data
+
+
+def test_a_sealed_stream_refuses_every_alteration() -> None:
+    """A flipped bit anywhere (header, chunk, tag), any truncation, bytes appended, chunks dropped, swapped or taken
+    from another stream, another key or another context: the stream does not open (DecryptionFailed)."""
+    chunk, data = 16, random.Random(1).randbytes(50)  # three whole chunks and a partial last one
+    blob = stream(data, chunk)
+    head, size = crypto.STREAM_HEAD_BYTES, chunk + crypto.TAG_BYTES
+    chunks = [blob[head + i * size : head + (i + 1) * size] for i in range(4)]
+    assert b"".join(chunks) == blob[head:]
+    other = stream(data, chunk, seed=1)
+    bit = random.Random(2)
+    altered: list[bytes] = []
+    for i in range(len(blob)):
+        b = bytearray(blob)
+        b[i] ^= 1 << bit.randrange(8)
+        altered.append(bytes(b))
+    altered += [blob[:n] for n in range(len(blob))]
+    altered += [
+        blob + b"\x00",
+        blob + chunks[3],
+        blob[:head] + chunks[0] + chunks[1] + chunks[3],  # a chunk dropped
+        blob[:head] + chunks[1] + chunks[0] + chunks[2] + chunks[3],  # two swapped
+        blob[:head] + other[head : head + size] + b"".join(chunks[1:]),  # one of another stream
+        other[:head] + blob[head:],  # another stream's header
+    ]
+    for bad in altered:
+        with pytest.raises(DecryptionFailed):
+            crypto.open_stream(KEY, bad, AAD)
+    with pytest.raises(DecryptionFailed):
+        crypto.open_stream(OTHER_KEY, blob, AAD)
+    with pytest.raises(DecryptionFailed):
+        crypto.open_stream(KEY, blob, AAD + b"x")
+    with pytest.raises(DecryptionFailed):
+        crypto.open_stream(KEY, crypto.seal(KEY, data, AAD, crypto.SeededEntropy(0)), AAD)  # a sealed blob
+
+
+def test_a_sealed_stream_read_short_or_past_its_end_fails_at_end() -> None:
+    """A reader that asks for more bytes than the stream holds fails; one that stops before the end fails at end()."""
+    blob = stream(bytes(40), 16)
+    reader = crypto.StreamReader(KEY, io.BytesIO(blob), AAD)
+    with pytest.raises(DecryptionFailed, match="ends here"):
+        reader.readinto(bytearray(41))
+    for stop in (0, 16, 39):
+        reader = crypto.StreamReader(KEY, io.BytesIO(blob), AAD)
+        reader.readinto(bytearray(stop))
+        with pytest.raises(DecryptionFailed, match="more bytes"):
+            reader.end()
+    with pytest.raises(GamlError):
+        list(crypto.seal_stream(KEY, [b"x"], AAD, crypto.SeededEntropy(0), chunk=0))
 
 
 def test_seal_refuses_bad_key_size() -> None:
@@ -253,6 +330,17 @@ def test_vector_seal(vectors: dict[str, Any]) -> None:
     blob = crypto.seal(key, plaintext, aad, crypto.SeededEntropy(v["entropy_seed"]))
     assert blob.hex() == v["sealed"], REGENERATE
     assert crypto.open_sealed(key, bytes.fromhex(v["sealed"]), aad) == plaintext
+
+
+def test_vector_seal_stream(vectors: dict[str, Any]) -> None:
+    """seal_stream with SeededEntropy(7) and 16-byte chunks reproduces the pinned stream (header, ChaCha20-Poly1305
+    chunks under the stream's HKDF key, the last flagged), and the pinned stream opens."""
+    v = vectors["seal_stream"]
+    key, plaintext, aad = bytes.fromhex(v["key"]), bytes.fromhex(v["plaintext"]), bytes.fromhex(v["aad"])
+    parts = [plaintext[:5], plaintext[5:]]
+    stream = crypto.seal_stream(key, parts, aad, crypto.SeededEntropy(v["entropy_seed"]), chunk=v["chunk"])
+    assert b"".join(bytes(c) for c in stream).hex() == v["sealed"], REGENERATE
+    assert crypto.open_stream(key, bytes.fromhex(v["sealed"]), aad) == plaintext
 
 
 def test_vector_ed25519(vectors: dict[str, Any]) -> None:

@@ -93,6 +93,12 @@ def compute() -> dict[str, Any]:
     """The whole vector file: inputs and the outputs the current code gives for them."""
     tags = derivation_tags()
     sealed = crypto.seal(SEAL_KEY, SEAL_PLAINTEXT, SEAL_AAD, crypto.SeededEntropy(SEAL_ENTROPY_SEED))
+    stream = b"".join(
+        bytes(c)
+        for c in crypto.seal_stream(
+            SEAL_KEY, [SEAL_PLAINTEXT, SEAL_PLAINTEXT[:7]], SEAL_AAD, crypto.SeededEntropy(SEAL_ENTROPY_SEED), chunk=16
+        )
+    )
     signer = crypto.SigningKey(SIGN_SEED)
     asset = Asset.from_dict(ASSET_FIELDS)
     return {
@@ -140,6 +146,14 @@ def compute() -> dict[str, Any]:
             "aad": SEAL_AAD.hex(),
             "entropy_seed": SEAL_ENTROPY_SEED,
             "sealed": sealed.hex(),
+        },
+        "seal_stream": {
+            "key": SEAL_KEY.hex(),
+            "plaintext": (SEAL_PLAINTEXT + SEAL_PLAINTEXT[:7]).hex(),
+            "aad": SEAL_AAD.hex(),
+            "entropy_seed": SEAL_ENTROPY_SEED,
+            "chunk": 16,
+            "sealed": stream.hex(),
         },
         "ed25519": {
             "seed": SIGN_SEED.hex(),

@@ -31,7 +31,7 @@ import json
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 
@@ -89,6 +89,8 @@ LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 TOMBSTONES_KEY: Final = b"tombstones"  # how many records are tombstones: written with each one (Store.stats reads it)
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
 MEMBER_FIELD: Final = b"p"  # p pid sid: the live assets of a partition (an index rebuild starts from them)
+SNAPSHOT_FORMAT: Final = 2  # an index snapshot as a sealed stream of parts (1: one sealed blob, still read)
+SNAPSHOT_HEAD_MAX: Final = 1 << 20
 EDGE_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(EDGE_FIELDS)}
 
 
@@ -178,6 +180,30 @@ class Records:
 
     def __len__(self) -> int:
         return len(self.assets)
+
+
+# A snapshot read back: its head, then its views, lexical postings and the vector index's parts.
+_SnapshotParts = tuple[dict[str, Any], memoryview, bytes, list[memoryview]]
+
+
+def _buffer(n: int) -> memoryview:
+    """A buffer of ``n`` bytes to read a snapshot's part into (not zeroed first: the read fills it)."""
+    if n < 0:
+        raise ValueError("a negative length")
+    return np.empty(n, dtype=np.uint8).data
+
+
+def _legacy_snapshot(raw: bytes) -> _SnapshotParts:
+    """A snapshot of the format before (one sealed blob, read whole): the same parts, found by the lengths written
+    between them, the vector index as one part."""
+    (hl,) = struct.unpack(">I", raw[:4])
+    head = json.loads(raw[4 : 4 + hl])
+    body = memoryview(raw)[4 + hl :]  # read in place: a copy of a part is a copy of up to gigabytes
+    (vl,) = struct.unpack(">Q", body[:8])
+    (ll,) = struct.unpack(">Q", body[8 + vl : 16 + vl])
+    if ll != head["lexical"]:
+        raise ValueError("the lexical part's length is not the head's")
+    return head, body[8 : 8 + vl], bytes(body[16 + vl : 16 + vl + ll]), [body[16 + vl + ll :]]
 
 
 def _check_id(id_: str) -> str:
@@ -376,28 +402,26 @@ class Store:
 
     def _read_snapshot(self, live: _Live) -> bool:
         pid = live.part.pid
-        blob = self.blobs.read(self._snapshot_name(pid))
-        if blob is None:
+        f = self.blobs.open(self._snapshot_name(pid))
+        if f is None:
             return False
+        aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
+        read: _SnapshotParts | None
         try:
-            raw = crypto.open_sealed(live.key, blob, b"index:" + pid + struct.pack(">I", live.part.epoch))
-            (hl,) = struct.unpack(">I", raw[:4])
-            head = json.loads(raw[4 : 4 + hl])
-            seq = int(head["seq"])
-            if head["embedder"] != live.part.embedder or head["dim"] != live.part.dim:
+            with f:
+                if f.read(len(crypto.STREAM_MAGIC)) != crypto.STREAM_MAGIC:
+                    f.seek(0)
+                    read = _legacy_snapshot(crypto.open_sealed(live.key, f.read(), aad))
+                else:
+                    f.seek(0)
+                    read = self._stream_snapshot(live, crypto.StreamReader(live.key, f, aad))
+            if read is None:
                 return False
-            # A snapshot newer than the journal, or made over another journal (a database restored from a copy),
-            # would hide writes from search: such a snapshot is stale, and the index is rebuilt.
-            if seq > self.seq or head["journal"] != self._journal_digest(seq):
+            head, views_part, lexical, index_parts = read
+            if not self._snapshot_current(live, head):
                 return False
-            body = memoryview(raw)[4 + hl :]  # read in place: a copy of a part is a copy of up to gigabytes
-            (vl,) = struct.unpack(">Q", body[:8])
-            views = PartitionViews.load(body[8 : 8 + vl], self._digest_key)
-            (ll,) = struct.unpack(">Q", body[8 + vl : 16 + vl])
-            if ll != head["lexical"]:
-                return False
-            lexical = bytes(body[16 + vl : 16 + vl + ll])  # kept (parsed on first search): its own bytes
-            live.index = self.index_factory.load(body[16 + vl + ll :])
+            views = PartitionViews.load(views_part, self._digest_key)
+            live.index = self.index_factory.load(index_parts)
             try:
                 if pid in self._reanalyzed:  # the snapshot's postings are the earlier analyzer's
                     raise ValueError("postings made again since")
@@ -405,11 +429,38 @@ class Store:
             except ValueError:  # postings of another analyzer (or not postings): read from disk, the truth
                 self.lexical.forget(pid)
             live.views = views
-            live.covered_seq = seq
+            live.covered_seq = int(head["seq"])
             live.covered_local = int(head["local"])
             return True
-        except (GamlError, ValueError, KeyError, TypeError, struct.error):
+        except (GamlError, ValueError, KeyError, TypeError, struct.error, OSError):
             return False
+
+    def _snapshot_current(self, live: _Live, head: dict[str, Any]) -> bool:
+        """Whether a snapshot's head fits this partition and this journal. A snapshot newer than the journal, or made
+        over another journal (a database restored from a copy), would hide writes from search: such a snapshot is
+        stale, and the index is rebuilt."""
+        seq = int(head["seq"])
+        if head["embedder"] != live.part.embedder or head["dim"] != live.part.dim:
+            return False
+        return seq <= self.seq and head["journal"] == self._journal_digest(seq)
+
+    def _stream_snapshot(self, live: _Live, reader: crypto.StreamReader) -> _SnapshotParts | None:
+        """A snapshot's parts read from its sealed stream, each into a buffer of its own (the index's arrays are not
+        copied on the way: hnswlib copies them once, out of these buffers). A stale head stops the read there."""
+        (hl,) = struct.unpack(">I", reader.read(4))
+        if hl > SNAPSHOT_HEAD_MAX:
+            raise ValueError("a snapshot head is too long")
+        head = json.loads(reader.read(hl))
+        if head.get("format") != SNAPSHOT_FORMAT or not self._snapshot_current(live, head):
+            return None
+        views = _buffer(int(head["views"]))
+        reader.readinto(views)
+        lexical = reader.read(int(head["lexical"]))  # kept as it is until a search parses it: bytes of its own
+        index_parts = [_buffer(int(n)) for n in head["index"]]
+        for part in index_parts:
+            reader.readinto(part)
+        reader.end()  # every byte authenticated, and nothing cut off, before any part is parsed
+        return head, views, lexical, index_parts
 
     def _recover_indexes(self) -> None:
         """Load sealed snapshots; rebuild missing, corrupt or stale ones; replay the journal past them."""
@@ -1157,31 +1208,26 @@ class Store:
             if not live.dirty:
                 continue
             lexical = self.lexical.dump(pid)
+            views = live.views.dump()
+            index_parts = live.index.dump()
             head = json.dumps(
                 {
+                    "format": SNAPSHOT_FORMAT,
                     "seq": self.seq,
-                    "lexical": len(lexical),
                     "journal": self._journal_digest(self.seq),
                     "local": self.local_writes,
                     "embedder": live.part.embedder,
                     "dim": live.part.dim,
                     "count": len(live.index),
+                    "views": len(views),
+                    "lexical": len(lexical),
+                    "index": [part.nbytes for part in index_parts],
                 }
             ).encode()
-            views = live.views.dump()
-            raw = b"".join(
-                (
-                    struct.pack(">I", len(head)),
-                    head,
-                    struct.pack(">Q", len(views)),
-                    views,
-                    struct.pack(">Q", len(lexical)),
-                    lexical,
-                    live.index.dump(),
-                )
-            )
+            parts: list[bytes | memoryview] = [struct.pack(">I", len(head)), head, views, lexical, *index_parts]
             aad = b"index:" + pid + struct.pack(">I", live.part.epoch)
-            self.blobs.write(self._snapshot_name(pid), crypto.seal(live.key, raw, aad, self.entropy))
+            # Sealed and written a chunk at a time: the parts are never joined (at 1M assets, ~1.7 GB).
+            self.blobs.write(self._snapshot_name(pid), crypto.seal_stream(live.key, parts, aad, self.entropy))
             live.covered_seq = self.seq
             live.dirty = False
             written += 1

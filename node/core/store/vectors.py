@@ -8,7 +8,9 @@ partition (privacy scope x boundary), so a search never touches vectors the call
 - :class:`AdaptiveIndex`: exact below ``threshold`` vectors, then migrates once into a larger index made by a factory
   (``node.hnsw_index.HnswIndex`` in the node), behind the same interface.
 
-Snapshots (``dump``/``IndexFactory.load``) are plain bytes; the store seals them like their partition.
+Snapshots (``dump``/``IndexFactory.load``) are plain buffers in parts: a small first part, then the index's large
+arrays as they lie in memory, so a snapshot of gigabytes is written and read back without being joined or split (the
+store seals them, in turn, like their partition). A snapshot of one part in the format before loads too.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ import json
 import struct
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import numpy as np
 
 from gaml.policy.errors import IndexMismatch, StoreCorrupt
 
-EXACT_MAGIC: Final = b"GXI1"
-ADAPTIVE_MAGIC: Final = b"GAI1"
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+EXACT_MAGIC: Final = b"GXI2"  # parts: the magic and a JSON head, then the matrix
+ADAPTIVE_MAGIC: Final = b"GAI2"  # parts: the magic, kind and threshold, then the inner index's parts
+LEGACY_EXACT_MAGIC: Final = b"GXI1"  # the format before: one buffer (magic, head, the matrix as .npy)
+LEGACY_ADAPTIVE_MAGIC: Final = b"GAI1"
 DEFAULT_EXACT_THRESHOLD: Final = 2048
 
 
@@ -50,13 +57,18 @@ class VectorIndex(Protocol):
 
     def __contains__(self, id_: object) -> bool: ...
 
-    def dump(self) -> bytes: ...
+    def dump(self) -> list[memoryview]:
+        """A snapshot in parts (read back by the factory's ``load``), independent of later changes to the index."""
+        ...
 
 
 class IndexFactory(Protocol):
     def new(self, dim: int) -> VectorIndex: ...
 
-    def load(self, data: bytes | memoryview) -> VectorIndex: ...
+    def load(self, parts: Sequence[Buffer]) -> VectorIndex:
+        """The index of a snapshot's parts (each may be a view of a larger buffer); :class:`StoreCorrupt` if they are
+        not one."""
+        ...
 
 
 def as_matrix(vectors: np.ndarray | Sequence[Sequence[float]], dim: int, n: int) -> np.ndarray:
@@ -142,25 +154,28 @@ class ExactIndex:
     def __contains__(self, id_: object) -> bool:
         return id_ in self._row
 
-    def dump(self) -> bytes:
-        buf = io.BytesIO()
-        np.save(buf, self._m[: len(self._ids)], allow_pickle=False)
+    def dump(self) -> list[memoryview]:
         head = json.dumps({"dim": self.dim, "ids": self._ids}).encode()
-        return EXACT_MAGIC + struct.pack(">I", len(head)) + head + buf.getvalue()
+        return [memoryview(EXACT_MAGIC + head), memoryview(self._m[: len(self._ids)].tobytes())]
 
     @classmethod
-    def load(cls, data: bytes | memoryview) -> ExactIndex:
+    def load(cls, parts: Sequence[Buffer]) -> ExactIndex:
         try:
-            if data[:4] != EXACT_MAGIC:
-                raise ValueError("bad magic")
-            (hl,) = struct.unpack(">I", data[4:8])
-            head = json.loads(bytes(data[8 : 8 + hl]))  # the data may be a view of the snapshot (memoryview)
-            m = np.load(io.BytesIO(data[8 + hl :]), allow_pickle=False)
+            first = memoryview(parts[0]).cast("B")
+            if first[:4] == LEGACY_EXACT_MAGIC and len(parts) == 1:
+                (hl,) = struct.unpack(">I", first[4:8])
+                head = json.loads(bytes(first[8 : 8 + hl]))
+                m = np.load(io.BytesIO(first[8 + hl :]), allow_pickle=False)
+            elif first[:4] == EXACT_MAGIC and len(parts) == 2:
+                head = json.loads(bytes(first[4:]))
+                m = np.frombuffer(memoryview(parts[1]), dtype=np.float32).reshape(len(head["ids"]), int(head["dim"]))
+            else:
+                raise ValueError("bad magic or parts")
             index = cls(int(head["dim"]))
             if len(head["ids"]):
                 index.add(head["ids"], m)
             return index
-        except (ValueError, KeyError, struct.error, TypeError) as e:
+        except (ValueError, KeyError, struct.error, TypeError, IndexError) as e:
             raise StoreCorrupt(f"exact index snapshot is unreadable: {e}") from e
 
 
@@ -168,8 +183,8 @@ class ExactFactory:
     def new(self, dim: int) -> VectorIndex:
         return ExactIndex(dim)
 
-    def load(self, data: bytes | memoryview) -> VectorIndex:
-        return ExactIndex.load(data)
+    def load(self, parts: Sequence[Buffer]) -> VectorIndex:
+        return ExactIndex.load(parts)
 
 
 class AdaptiveIndex:
@@ -210,10 +225,9 @@ class AdaptiveIndex:
     def __contains__(self, id_: object) -> bool:
         return id_ in self._inner
 
-    def dump(self) -> bytes:
-        return (
-            ADAPTIVE_MAGIC + (b"L" if self.migrated else b"E") + struct.pack(">I", self.threshold) + self._inner.dump()
-        )
+    def dump(self) -> list[memoryview]:
+        head = ADAPTIVE_MAGIC + (b"L" if self.migrated else b"E") + struct.pack(">I", self.threshold)
+        return [memoryview(head), *self._inner.dump()]
 
 
 class AdaptiveFactory:
@@ -224,11 +238,15 @@ class AdaptiveFactory:
     def new(self, dim: int) -> VectorIndex:
         return AdaptiveIndex(dim, self.large, self.threshold)
 
-    def load(self, data: bytes | memoryview) -> VectorIndex:
-        if data[:4] != ADAPTIVE_MAGIC or len(data) < 9:
+    def load(self, parts: Sequence[Buffer]) -> VectorIndex:
+        first = memoryview(parts[0]).cast("B") if parts else memoryview(b"")
+        if first[:4] == LEGACY_ADAPTIVE_MAGIC and len(first) >= 9 and len(parts) == 1:
+            kind, inner_parts = first[4:5], [first[9:]]
+        elif first[:4] == ADAPTIVE_MAGIC and len(first) == 9:
+            kind, inner_parts = first[4:5], [memoryview(p) for p in parts[1:]]
+        else:
             raise StoreCorrupt("adaptive index snapshot is unreadable: bad magic")
-        kind = data[4:5]
-        inner = self.large.load(data[9:]) if kind == b"L" else ExactIndex.load(data[9:])
+        inner = self.large.load(inner_parts) if kind == b"L" else ExactIndex.load(inner_parts)
         index = AdaptiveIndex(inner.dim, self.large, self.threshold)
         index._inner = inner
         index.migrated = kind == b"L"
