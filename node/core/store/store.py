@@ -412,17 +412,17 @@ class Store:
         read: _SnapshotParts | None
         try:
             with f:
-                if f.read(len(crypto.STREAM_MAGIC)) != crypto.STREAM_MAGIC:
+                if f.read(len(crypto.STREAM_MAGIC)) == crypto.STREAM_MAGIC:
+                    f.seek(0)
+                    read = self._stream_snapshot(live, crypto.StreamReader(live.key, f, aad))  # None: stale
+                else:  # the format before: one sealed blob
                     f.seek(0)
                     read = _legacy_snapshot(crypto.open_sealed(live.key, f.read(), aad))
-                else:
-                    f.seek(0)
-                    read = self._stream_snapshot(live, crypto.StreamReader(live.key, f, aad))
+                    if not self._snapshot_current(live, read[0]):
+                        return False
             if read is None:
                 return False
             head, views_part, lexical, index_parts = read
-            if not self._snapshot_current(live, head):
-                return False
             views = PartitionViews.load(views_part, self._digest_key)
             live.index = self.index_factory.load(index_parts)
             try:
