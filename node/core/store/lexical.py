@@ -732,9 +732,6 @@ class LexicalIndex:
         low *= 1.0 - FACTOR_ROUNDING
         high *= 1.0 + FACTOR_ROUNDING
 
-        def weight(idf: float, tf: np.ndarray, docs: np.ndarray) -> np.ndarray:
-            return _weights(tf, mem.length[docs], avgdl, idf)
-
         def lookup(docs: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             """Which of ``cand`` have a posting in ``docs`` (a mask over ``cand``), and where."""
             at = np.searchsorted(docs, cand)
@@ -796,7 +793,7 @@ class LexicalIndex:
         exact = np.zeros(len(cand), np.float64)  # scored again in the query's term order (module docstring)
         for docs, tf, idf, _, _ in found:
             hit, at = lookup(docs, cand)
-            exact[hit] += weight(idf, tf[at[hit]], docs[at[hit]])
+            exact[hit] += _weights(tf[at[hit]], mem.length[docs[at[hit]]], avgdl, idf)
         best = sorted(
             ((float(exact[j]), mem.sids[o], o) for j, o in enumerate(cand.tolist())), key=lambda x: (-x[0], x[1])
         )

@@ -190,9 +190,7 @@ def _buffer(n: int) -> memoryview:
     """A buffer of ``n`` bytes to read a snapshot's part into. A bytearray, not a NumPy array: NumPy asks for huge
     pages for a large array, and once such buffers were freed (hnswlib copies the index out of them), the allocations
     that followed were slow: after a cold start at 1M assets, the first search parsed its postings in 5.0 s instead of
-    0.8 (the start itself took as long either way)."""
-    if n < 0:
-        raise ValueError("a negative length")
+    0.8 (the start itself took as long either way). A negative ``n`` raises ``ValueError`` (bytearray's own)."""
     return memoryview(bytearray(n))
 
 
