@@ -656,29 +656,50 @@ def _views(node: Node) -> dict[str, dict[str, Any]]:
     return {p.ref.name: {v.id: v for v in node.store.views(p.pid)} for p in node.store.partitions()}
 
 
-def test_a_snapshot_of_views_in_the_format_before_opens_without_a_rebuild(
-    world: World, monkeypatch: pytest.MonkeyPatch
+def _rows_before(pv: PartitionViews) -> list[list[Any]]:
+    """``pv``'s views as the versions before shapes wrote them: a row of all of a view's fields, then its heat."""
+    rows = []
+    for i in sorted(pv.views):
+        h = pv.heat_of(i)
+        rows.append([*pv.views[i].to_json(), [h.visits, h.last_access, h.score]])
+    return rows
+
+
+# The views as each format before wrote them: rows of all of a view's fields in one JSON list, then one row per line
+# after a header.
+_DUMPS_BEFORE = {
+    "one list": lambda pv: orjson.dumps(_rows_before(pv)),
+    "a row per line": lambda pv: b"\n".join(
+        [orjson.dumps({"rows": len(pv.views)}), *map(orjson.dumps, _rows_before(pv))]
+    ),
+}
+
+
+@pytest.mark.parametrize("before", list(_DUMPS_BEFORE))
+def test_a_snapshot_of_views_in_a_format_before_opens_without_a_rebuild(
+    world: World, monkeypatch: pytest.MonkeyPatch, before: str
 ) -> None:
-    """A snapshot whose views are one JSON list (as snapshots were written before a row per line) is read as it is:
-    the store opens from it (no rebuild, no replay) with the views the records give, and the next checkpoint writes
-    the row-per-line format."""
+    """A snapshot whose views are in a format before (one JSON list of rows, as snapshots were written before a row
+    per line; or a row of all of a view's fields per line, as before shapes) is read as it is: the store opens from
+    it (no rebuild, no replay) with the views the records give, and the next checkpoint writes the format of now (a
+    header that counts the shapes)."""
     node = world.open_node()
     node.put([fact(f"note {i}", entities=[f"e{i % 3}"], tags=["t"]) for i in range(20)], NOW)
     expected = _views(node)
-    dump = PartitionViews.dump
-    with monkeypatch.context() as m:  # as a store of the version before wrote its snapshots: the rows in one list
-        m.setattr(PartitionViews, "dump", lambda pv: orjson.dumps([orjson.loads(r) for r in dump(pv).split(b"\n")[1:]]))
+    with monkeypatch.context() as m:  # as a store of the version before wrote its snapshots
+        m.setattr(PartitionViews, "dump", _DUMPS_BEFORE[before])
         node.close()
     snapshot = _sealed_views(world, node)
-    assert snapshot[:2] == b"[["
+    assert snapshot[:2] == b"[[" if before == "one list" else snapshot.startswith(b'{"rows":20}\n["')
     node = world.open_node()
     assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
     assert _views(node) == expected
     node.put([fact("one more")], NOW + 1)
     node.close()
-    assert _sealed_views(world, node)[:1] == b"{"
+    assert _sealed_views(world, node).startswith(b'{"rows":21,"shapes":')
     node = world.open_node()
     assert node.store.rebuilt_indexes == 0 and len(next(iter(_views(node).values()))) == 21
+    assert all(_views(node)[name].items() >= views.items() for name, views in expected.items())
 
 
 def test_a_snapshot_sealed_as_one_blob_opens_without_a_rebuild(world: World) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Any
 
@@ -97,37 +96,98 @@ def test_a_new_heat_is_what_putting_the_view_again_gives() -> None:
     assert moved >= 10  # the heat class's order did move, in some of the worlds
 
 
-def rows_of(dump: bytes) -> list[Any]:
-    """The rows of a dump: the lines after its header."""
-    head, *lines = dump.split(b"\n")
-    assert orjson.loads(head) == {"rows": len(lines)}
-    return [orjson.loads(line) for line in lines]
+def lines_of(dump: bytes) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """The header, shapes and rows of a dump (:meth:`PartitionViews.dump`)."""
+    head, *lines = map(orjson.loads, dump.split(b"\n"))
+    assert head == {"rows": len(lines) - head["shapes"], "shapes": head["shapes"]}
+    return head, lines[: head["shapes"]], lines[head["shapes"] :]
 
 
-def dump_of(rows: list[Any], count: int | None = None) -> bytes:
-    """A dump of these rows, as :meth:`PartitionViews.dump` writes one (``count``: what its header says)."""
+def dump_of(shapes: list[Any], rows: list[Any], count: int | None = None, shape_count: int | None = None) -> bytes:
+    """A dump of these shapes and rows, as :meth:`PartitionViews.dump` writes one (``count``, ``shape_count``: what
+    its header says)."""
+    head = {
+        "rows": len(rows) if count is None else count,
+        "shapes": len(shapes) if shape_count is None else shape_count,
+    }
+    return b"\n".join([orjson.dumps(head), *map(orjson.dumps, shapes), *map(orjson.dumps, rows)])
+
+
+def rows_before(pv: PartitionViews) -> list[Any]:
+    """The rows of ``pv``'s views in the format before shapes: all of a view's fields (:meth:`View.to_json`), then
+    its heat; in the order a dump writes them."""
+    _, _, rows = lines_of(pv.dump())
+    return [[*pv.views[r[0]].to_json(), r[-1]] for r in rows]
+
+
+def dump_before(rows: list[Any], count: int | None = None) -> bytes:
+    """A dump of the format before shapes: a header ``{"rows": n}``, then a row of all of a view's fields per line."""
     head = orjson.dumps({"rows": len(rows) if count is None else count})
     return b"\n".join([head, *map(orjson.dumps, rows)])
+
+
+def random_views(rng: random.Random, n: int) -> PartitionViews:
+    pv = PartitionViews(b"k" * 32)
+    for v in (random_view(rng, i) for i in range(n)):
+        pv.put(v, random_heat(rng))
+    return pv
 
 
 def test_views_loaded_from_a_snapshot_are_the_views_put_one_by_one() -> None:
     """load (a snapshot's views, read in one pass) gives what putting each view gives: every grouping, the heat class
     in order, the digest and the epoch, whether the dump is bytes of its own or a part of a larger buffer (as the store
     reads it, in place); a row of another shape, an unknown enum value, an id given twice, a field of another type, a
-    count that is not the rows' or no header is a ValueError or TypeError (the store rebuilds such a snapshot)."""
+    shape the snapshot does not have, a count that is not the rows' or the shapes', or no header is a ValueError or
+    TypeError (the store rebuilds such a snapshot)."""
     rng = random.Random(1)
     for _ in range(10):
-        put = PartitionViews(b"k" * 32)
-        for v in (random_view(rng, i) for i in range(rng.randrange(1, 80))):
-            put.put(v, random_heat(rng))
+        put = random_views(rng, rng.randrange(1, 80))
         dump = put.dump()
         for data in (dump, memoryview(b"before" + dump + b"after")[6:-5]):
             loaded = PartitionViews.load(data, b"k" * 32)
             assert state(loaded) == state(put)
-            assert [v for v in loaded] == sorted(put, key=lambda v: v.id)
+            # In the dump's order: the heat class in its order (so a load need not sort it), then the rest by id.
+            hot = [i for _, i in put.hot_candidates()]
+            assert [v.id for v in loaded] == hot + sorted(v.id for v in put if v.id not in set(hot))
             assert all(loaded.heat_of(v.id) == put.heat_of(v.id) for v in put)
     assert state(PartitionViews.load(PartitionViews(b"k" * 32).dump(), b"k" * 32)) == state(PartitionViews(b"k" * 32))
-    rows = rows_of(put.dump())
+    _, shapes, rows = lines_of(put.dump())
+    bad_dumps = [
+        dump_of(shapes, [*rows, rows[0]]),
+        dump_of(shapes, [rows[0][:-1]]),
+        dump_of(shapes, [[]]),
+        dump_of(shapes, [[7, *rows[0][1:]]]),  # an id that is not a string
+        *(dump_of(shapes, [[rows[0][0], n, *rows[0][2:]]]) for n in (len(shapes), -1, "0", 0.0, True)),
+        dump_of(shapes, [[*rows[0][:2], [1], *rows[0][3:]]]),  # a tag that is not a string
+        dump_of([["no-such-type", *shapes[0][1:]], *shapes[1:]], rows),
+        dump_of([[shapes[0][0], 7, *shapes[0][2:]], *shapes[1:]], rows),  # an owner that is not a string
+        dump_of([shapes[0][:-1], *shapes[1:]], rows),
+        dump_of(shapes, rows, len(rows) + 1),
+        dump_of(shapes, rows, len(rows) - 1),
+        dump_of(shapes, rows, shape_count=len(shapes) + 1),
+        dump_of(shapes, rows, shape_count=-1),
+        dump_of(shapes, rows, shape_count="1"),  # type: ignore[arg-type]
+    ]
+    for bad in bad_dumps:
+        with pytest.raises((ValueError, TypeError)):
+            PartitionViews.load(bad, b"k" * 32)
+    for bad in (b"", b"\n".join(map(orjson.dumps, rows)), orjson.dumps({"rows": rows}), orjson.dumps({"rows": "1"})):
+        with pytest.raises(ValueError):
+            PartitionViews.load(bad, b"k" * 32)
+
+
+def test_views_of_the_formats_before_load_as_they_were() -> None:
+    """Snapshots written before the views had shapes (a row of all of a view's fields per line, its heat last), and
+    before they were one row per line (one JSON list of such rows), load as they are: a store's existing snapshots
+    are not rebuilt for either change. Their damaged rows are still a ValueError or TypeError."""
+    rng = random.Random(3)
+    for _ in range(5):
+        put = random_views(rng, 60)
+        rows = rows_before(put)
+        assert state(PartitionViews.load(dump_before(rows), b"k" * 32)) == state(put)
+        assert state(PartitionViews.load(orjson.dumps(rows), b"k" * 32)) == state(put)
+    assert len(PartitionViews.load(orjson.dumps([]), b"k" * 32)) == 0
+    assert len(PartitionViews.load(dump_before([]), b"k" * 32)) == 0
     bad_rows = [
         [*rows, rows[0]],
         [rows[0][:-1]],
@@ -136,27 +196,15 @@ def test_views_loaded_from_a_snapshot_are_the_views_put_one_by_one() -> None:
         [[*rows[0][:14], [1], *rows[0][15:]]],  # a tag that is not a string
         [[]],
     ]
-    for bad in [dump_of(r) for r in bad_rows] + [dump_of(rows, len(rows) + 1), dump_of(rows, len(rows) - 1)]:
+    for bad in [dump_before(r) for r in bad_rows] + [
+        dump_before(rows, len(rows) + 1),
+        dump_before(rows, len(rows) - 1),
+    ]:
         with pytest.raises((ValueError, TypeError)):
             PartitionViews.load(bad, b"k" * 32)
-    for bad in (b"", b"\n".join(map(orjson.dumps, rows)), orjson.dumps({"rows": rows}), orjson.dumps({"rows": "1"})):
+    for bad_list in ([*rows, rows[0]], [[]], [7]):
         with pytest.raises(ValueError):
-            PartitionViews.load(bad, b"k" * 32)
-
-
-def test_views_of_the_format_before_load_as_they_were() -> None:
-    """A snapshot written before the views were one row per line (one JSON list of the rows) loads as it is: a store's
-    existing snapshots are not rebuilt for the change; a list that is not one of rows is still a ValueError."""
-    rng = random.Random(3)
-    put = PartitionViews(b"k" * 32)
-    for i in range(60):
-        put.put(random_view(rng, i), random_heat(rng))
-    rows = rows_of(put.dump())
-    assert state(PartitionViews.load(orjson.dumps(rows), b"k" * 32)) == state(put)
-    assert len(PartitionViews.load(orjson.dumps([]), b"k" * 32)) == 0
-    for bad in ([*rows, rows[0]], [[]], [7]):
-        with pytest.raises(ValueError):
-            PartitionViews.load(orjson.dumps(bad), b"k" * 32)
+            PartitionViews.load(orjson.dumps(bad_list), b"k" * 32)
 
 
 def test_views_share_the_strings_many_of_them_repeat() -> None:
@@ -165,8 +213,7 @@ def test_views_share_the_strings_many_of_them_repeat() -> None:
     rng = random.Random(4)
     made = [random_view(rng, i) for i in range(40)]
     copies = [
-        dataclasses.replace(
-            v,
+        v._replace(
             owner_id="".join(v.owner_id),
             tags=tuple("".join(t) for t in v.tags),
             entities=tuple("".join(e) for e in v.entities),
@@ -185,17 +232,24 @@ def test_views_share_the_strings_many_of_them_repeat() -> None:
 
 
 def test_a_snapshot_row_ends_with_the_heat_as_before_the_heat_moved_out_of_the_view() -> None:
-    """A row is the view's fields, then its heat ``[visits, last access, score]``: the layout snapshots had while the
-    heat was a field of the view (its last one written), so a store's existing snapshots load as they are."""
+    """A row of the format before shapes is the view's fields, then its heat ``[visits, last access, score]``: the
+    layout snapshots had while the heat was a field of the view (its last one written), so a store's existing
+    snapshots load as they are. A row of a dump now ends with the heat too, and a shape is written once per dump."""
     rng = random.Random(2)
     pv = PartitionViews(b"k" * 32)
     heats = {}
     for i in range(30):
         v = random_view(rng, i)
-        heats[v.id] = random_heat(rng)
-        pv.put(v, heats[v.id])
-    for row in rows_of(pv.dump()):
+        for same in (v, v._replace(id=f"{i + 100:032x}")):  # another view of the same shape
+            heats[same.id] = random_heat(rng)
+            pv.put(same, heats[same.id])
+    for row in rows_before(pv):
         h = heats[row[0]]
-        assert len(row) == len(View.__slots__)  # every field but the tombstone flag, then the heat
+        assert len(row) == len(View._fields)  # every field but the tombstone flag, then the heat
         assert row[-1] == [h.visits, h.last_access, h.score]
         assert View.from_json(row[:-1]) == pv.views[row[0]]
+    _, shapes, rows = lines_of(pv.dump())
+    assert len(shapes) == len({tuple(map(repr, s)) for s in shapes}) <= len(rows) // 2
+    for row in rows:
+        h = heats[row[0]]
+        assert row[-1] == [h.visits, h.last_access, h.score]

@@ -606,4 +606,4 @@ def _reach(p: Principal, grants: Sequence[Grant]) -> tuple[set[str], set[str]]:
 
 def _timeless(v: View) -> View:
     """A view without retention: retention is applied per asset, separately from the group's decision."""
-    return dataclasses.replace(v, retention_policy=Retention())
+    return v._replace(retention_policy=Retention())
