@@ -194,6 +194,7 @@ def test_views_of_the_formats_before_load_as_they_were() -> None:
         [[*rows[0][:1], "no-such-type", *rows[0][2:]]],
         [[*rows[0][:2], 7, *rows[0][3:]]],  # an owner that is not a string
         [[*rows[0][:14], [1], *rows[0][15:]]],  # a tag that is not a string
+        [[7, *rows[0][1:]]],  # an id that is not a string
         [[]],
     ]
     for bad in [dump_before(r) for r in bad_rows] + [

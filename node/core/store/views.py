@@ -217,6 +217,8 @@ class View(NamedTuple):
             derived_from,
             contradicts,
         ) = row
+        if type(id_) is not str:
+            raise ValueError(f"a snapshot's view has an id that is not a string: {id_!r}")
         intern = sys.intern
         try:
             return _new(
