@@ -84,6 +84,7 @@ from gaml.node.core.service import (
     RateLimiter,
     not_asked,
 )
+from gaml.node.core.store.views import collector_paused
 from gaml.node.core.tokens import TokenCounter
 from gaml.node.home import (
     bearer_token,
@@ -448,6 +449,14 @@ class Daemon:
         return self._ready.wait(timeout)
 
     def _open(self) -> MemoryService:
+        # The collector waits until what the open loaded is frozen (settle_heap): a young collection in between would
+        # walk all of it (a million views and their tables: ~0.7 s, and a second walk when they were promoted).
+        with collector_paused():
+            svc = self._open_node()
+            settle_heap()
+        return svc
+
+    def _open_node(self) -> MemoryService:
         node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
         try:
             # The model is loaded before the node says it serves: the first call does not pay seconds for it.
@@ -502,8 +511,7 @@ class Daemon:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self._loop.add_signal_handler(sig, self._stop.set)
         _event("starting", home=str(self.home), pid=os.getpid(), version=VERSION)
-        self.service = await self.lane.run(self._open)
-        settle_heap()
+        self.service = await self.lane.run(self._open)  # the heap settled (frozen) once open
         server: grpc.aio.Server | None = None
         health = HealthServicer()
         try:

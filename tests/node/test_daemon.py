@@ -981,6 +981,47 @@ def test_settle_heap_freezes_what_survives_and_only_collecting_all_frees_a_cycle
         gc.unfreeze()
 
 
+def test_the_daemon_opens_with_the_collector_waiting_and_freezes_what_it_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No collection runs while the daemon opens its node (a young one would walk all that the open loaded: at a
+    million assets, its views and their tables), and once open what it loaded is frozen and the collector is back."""
+    opening = threading.Event()
+    during: list[int] = []
+    open_node = Daemon._open_node
+
+    def watched(self: Daemon) -> Any:
+        opening.set()
+        try:
+            return open_node(self)
+        finally:
+            opening.clear()
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and opening.is_set():
+            during.append(info["generation"])
+
+    monkeypatch.setattr(Daemon, "_open_node", watched)
+    home = make_home()
+    gc.callbacks.append(record)
+    try:
+        with thread_daemon(home) as daemon, unix_client(home) as c:
+            assert daemon.service is not None
+            assert gc.isenabled() and gc.get_freeze_count() > 0
+            for start in range(0, 2000, 500):
+                c.put([fact(f"the opener's fact number {i}", tags=[f"t{i % 7}"]) for i in range(start, start + 500)])
+        assert during == []
+        # Again, on a node with a snapshot to load: its 2,000 views alone are more objects than a young collection
+        # waits for.
+        with thread_daemon(home), unix_client(home) as c:
+            assert c.search("opener")
+        assert during == []
+    finally:
+        gc.callbacks.remove(record)
+        gc.unfreeze()
+        remove_home(home)
+
+
 def test_the_daemon_freezes_what_calls_leave_and_collects_the_whole_heap_once_idle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
