@@ -42,6 +42,7 @@ import contextlib
 import functools
 import gc
 import itertools
+import operator
 import sys
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
@@ -183,80 +184,12 @@ class View(NamedTuple):
     @classmethod
     def from_json(cls, row: list[Any]) -> View:
         """The view :meth:`to_json` wrote. Raises ``ValueError`` (or ``TypeError``) for a row of another shape or an
-        unknown enum value (a snapshot of another version: the store rebuilds it). Written out field by field: a
-        million of these make a cold start (a loop over per-field decoders took 3 µs a view, this about 1)."""
+        unknown enum value (a snapshot of another version: the store rebuilds it). Read as a snapshot's shape and row
+        are (:func:`_shape_of`, :func:`_view_of`): the row holds both."""
         if len(row) != len(_FIELDS):
             raise ValueError(f"a view is a row of {len(_FIELDS)} fields, not {len(row)}")
-        (
-            id_,
-            asset_type,
-            owner_id,
-            tenant_scope,
-            privacy_scope,
-            allowed_principals,
-            allowed_roles,
-            inference_policy,
-            training_policy,
-            export_policy,
-            replication_policy,
-            retention_policy,
-            level,
-            segment,
-            tags,
-            entities,
-            created_at,
-            valid_from,
-            valid_to,
-            supersedes,
-            trust_class,
-            provenance_score,
-            confidence_score,
-            goal,
-            source_id,
-            source_start,
-            derived_from,
-            contradicts,
-        ) = row
-        if type(id_) is not str:
-            raise ValueError(f"a snapshot's view has an id that is not a string: {id_!r}")
-        intern = sys.intern
-        try:
-            return _new(
-                View,
-                (
-                    id_,
-                    _ASSET_TYPES[asset_type],
-                    intern(owner_id),
-                    intern(tenant_scope),
-                    _SCOPES[privacy_scope],
-                    _interned(allowed_principals) if allowed_principals else (),
-                    _interned(allowed_roles) if allowed_roles else (),
-                    _INFERENCE[inference_policy],
-                    _TRAINING[training_policy],
-                    _EXPORT[export_policy],
-                    _REPLICATION[replication_policy],
-                    _retention(*retention_policy),
-                    _LEVELS[level],
-                    intern(segment),
-                    _interned(tags) if tags else (),
-                    _interned(entities) if entities else (),
-                    created_at,
-                    valid_from,
-                    valid_to,
-                    tuple(supersedes) if supersedes else (),
-                    _TRUST[trust_class],
-                    provenance_score,
-                    confidence_score,
-                    intern(goal),
-                    intern(source_id),
-                    source_start,
-                    tuple(derived_from) if derived_from else (),
-                    tuple(contradicts) if contradicts else (),
-                    False,
-                ),
-            )
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"a snapshot's view {id_!r} has a field this version does not read: {e!r}") from None
+        own = [row[0], 0, *_OWN_PART(row), None]  # a row of the one shape below, with no heat
+        return _view_of(own, [_shape_of(list(_SHAPE_PART(row)))])
 
 
 # What a profile holds (:func:`standing`): what the caller asked to keep, what binds whatever the goal, and the kinds
@@ -559,6 +492,9 @@ class PartitionViews:
 # the number of its shape, the fields of its own, the heat.
 _SHAPE_FIELDS: Final = (*View._fields[1:14], "trust_class", "goal", "source_id")
 _ROW_FIELDS: Final = ("id", "shape", *(f for f in _FIELDS if f not in _SHAPE_FIELDS and f != "id"), "heat")
+# Where a whole view's row (View.to_json) holds the fields of a shape, and those of a row after the id and shape.
+_SHAPE_PART: Final = operator.itemgetter(*map(_FIELDS.index, _SHAPE_FIELDS))
+_OWN_PART: Final = operator.itemgetter(*map(_FIELDS.index, _ROW_FIELDS[2:-1]))
 
 
 def _shape(v: View) -> tuple[Any, ...]:
@@ -613,12 +549,48 @@ class _Shape(NamedTuple):
 
 
 def _shape_of(line: Any) -> _Shape:
-    """A shape read back (:func:`_shape`): its fields decoded, its strings interned."""
+    """A shape read back (:func:`_shape`): its fields decoded, its strings interned. ``ValueError`` (or
+    ``TypeError``) for one of another length, an unknown enum value or a field of another type."""
     if not isinstance(line, list) or len(line) != len(_SHAPE_FIELDS):
         raise ValueError(f"a snapshot's shape is a row of {len(_SHAPE_FIELDS)} fields")
-    # The decoding of a whole view's row, on a row made of this shape (what it does not hold: empty, or zero).
-    v = View.from_json(["", *line[:13], [], [], 0, 0, 0, [], line[13], 0.0, 0.0, line[14], line[15], 0, [], []])
-    return _Shape(v[1:14], v.trust_class, v.goal, v.source_id)
+    (
+        asset_type,
+        owner_id,
+        tenant_scope,
+        privacy_scope,
+        allowed_principals,
+        allowed_roles,
+        inference_policy,
+        training_policy,
+        export_policy,
+        replication_policy,
+        retention_policy,
+        level,
+        segment,
+        trust_class,
+        goal,
+        source_id,
+    ) = line
+    intern = sys.intern
+    try:
+        head = (
+            _ASSET_TYPES[asset_type],
+            intern(owner_id),
+            intern(tenant_scope),
+            _SCOPES[privacy_scope],
+            _interned(allowed_principals) if allowed_principals else (),
+            _interned(allowed_roles) if allowed_roles else (),
+            _INFERENCE[inference_policy],
+            _TRAINING[training_policy],
+            _EXPORT[export_policy],
+            _REPLICATION[replication_policy],
+            _retention(*retention_policy),
+            _LEVELS[level],
+            intern(segment),
+        )
+        return _Shape(head, _TRUST[trust_class], intern(goal), intern(source_id))
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"a snapshot's shape has a field this version does not read: {e!r}") from None
 
 
 def _view_of(row: Any, shapes: list[_Shape]) -> View:
