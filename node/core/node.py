@@ -11,7 +11,7 @@ from typing import Any
 
 from gaml.node.core.access.governance import Governance
 from gaml.node.core.access.retrieve import Result, Retriever, SearchRequest
-from gaml.node.core.embed import Embedder
+from gaml.node.core.embed import Embedder, embed_assets
 from gaml.node.core.store.store import Records, Store
 from gaml.policy.access import (
     Location,
@@ -131,7 +131,7 @@ class Node:
             self.authorize_writes(by, assets, owners)
         prepared = [self.prepare(a, exact_times=exact_times, records=records) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
-        vectors = list(self.embedder.embed([a.embed_text() for a in todo])) if todo else []
+        vectors = embed_assets(self.embedder, todo) if todo else []
         self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta, records=records)
         for p, known in owners.values():  # after the write: a refused batch registers none
             if not known:

@@ -13,6 +13,7 @@ import pytest
 
 from gaml.node.core import embed
 from gaml.node.core.embed import HashEmbedder
+from gaml.policy.model import Asset, AssetType
 
 TEXTS = [
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
@@ -57,3 +58,59 @@ def test_vectors_follow_the_definition_whatever_the_embedder_remembers(
     norms = np.linalg.norm(first, axis=1)
     assert norms[3] == 0.0 and norms[4] == 0.0
     np.testing.assert_allclose(np.delete(norms, [3, 4]), 1.0, atol=1e-6)
+
+
+# -- an asset's vector: its passages ----------------------------------------------------------------------------------
+
+
+def turn(text: str, speaker: str = "Caroline", tags: tuple[str, ...] = ()) -> Asset:
+    payload = {"text": text, "speaker": speaker} if speaker else {"text": text}
+    return Asset(id="0" * 32, asset_type=AssetType.EVENT, payload=payload, owner_id="alice", created_at=1, tags=tags)
+
+
+def test_a_text_of_one_sentence_is_embedded_as_before() -> None:
+    """One sentence (or no text): the asset's embed_text, and the very vector the embedder gives it."""
+    e = HashEmbedder(64)
+    one = turn("I went to the support group yesterday.", tags=("kind:message", "support"))
+    bare = Asset(id="1" * 32, asset_type=AssetType.FACT, payload={"k": "v"}, owner_id="alice", created_at=1)
+    for a in (one, bare):
+        assert embed.passages(a) == [a.embed_text()]
+        np.testing.assert_array_equal(embed.embed_assets(e, [a])[0], e.embed([a.embed_text()])[0])
+
+
+def test_sentences_that_say_something_are_the_passages_after_the_speaker_then_the_plain_tags() -> None:
+    a = turn(
+        "Wow, thanks Mel! I went to the support group yesterday. It was so powerful. Cool!",
+        tags=("kind:message", "support", "group"),
+    )
+    assert embed.passages(a) == [
+        "Caroline: I went to the support group yesterday.",
+        "Caroline: It was so powerful.",
+        "group support",  # the model keeps tags sorted
+    ]
+    only_fillers = turn("Wow, thanks Mel! Cool!")
+    assert embed.passages(only_fillers) == ["Caroline: Wow, thanks Mel!", "Caroline: Cool!"]
+
+
+def test_an_asset_of_several_sentences_is_the_normalized_mean_of_its_passages() -> None:
+    e = HashEmbedder(64)
+    a = turn("I went camping by the lake. The kids roasted marshmallows. We saw the Perseids.")
+    b = turn("My favourite colour is blue.")
+    got = embed.embed_assets(e, [a, b])
+    rows = e.embed(embed.passages(a))
+    mean = rows.mean(axis=0)
+    np.testing.assert_allclose(got[0], mean / np.linalg.norm(mean), atol=1e-6)
+    assert float(np.linalg.norm(got[0])) == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_array_equal(got[1], e.embed([b.embed_text()])[0])
+    assert embed.embed_assets(e, []) == []
+
+
+def test_a_long_text_is_embedded_as_a_bounded_number_of_runs_of_sentences() -> None:
+    """However many sentences, at most MAX_PASSAGES passages (plus the tags), every sentence in one of them, in
+    order."""
+    said = [f"Step {n} moved the {n}th crate to the dock." for n in range(100)]
+    a = turn(" ".join(said), speaker="")
+    got = embed.passages(a)
+    assert len(got) == embed.MAX_PASSAGES
+    assert " ".join(got) == " ".join(said)
+    assert {len(p.split(". ")) for p in got} <= {6, 7}  # 100 = 16 runs of 6 or 7 sentences
