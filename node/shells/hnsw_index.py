@@ -122,6 +122,13 @@ class HnswIndex:
         for id_, label in list(self._label.items()):
             yield id_, np.asarray(self._index.get_items([label])[0], dtype=np.float32)
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        found = [i for i in dict.fromkeys(ids) if isinstance(i, str) and i in self._label]
+        if not found:
+            return {}
+        rows = np.asarray(self._index.get_items([self._label[i] for i in found]), dtype=np.float32)
+        return dict(zip(found, rows, strict=True))
+
     def __len__(self) -> int:
         return len(self._label)
 

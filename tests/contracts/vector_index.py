@@ -291,6 +291,29 @@ def check_contains_and_items(factory: IndexFactory, exact: bool) -> None:
         np.testing.assert_allclose(got[id_], v, atol=1e-5)
 
 
+def check_vectors(factory: IndexFactory, exact: bool) -> None:
+    """vectors(ids) gives the stored vector of each present id (once, however often asked) and leaves absent, removed
+    and non-string ids out; a re-added id gives its new vector; what it returns is a copy."""
+    ids, vecs = ids_for(N), clustered(N, seed=21)
+    index = build(factory, ids, vecs)
+    asked = [ids[5], "absent", ids[7], ids[5], ids[N - 1]]
+    got = index.vectors(asked)
+    assert sorted(got) == sorted({ids[5], ids[7], ids[N - 1]})
+    for id_ in got:
+        assert got[id_].shape == (DIM,)
+        np.testing.assert_allclose(got[id_], vecs[ids.index(id_)], atol=1e-5)
+    assert index.vectors([]) == {}
+    assert index.vectors(["absent", 3, None]) == {}  # type: ignore[list-item]
+    index.remove(ids[7])
+    replacement = clustered(1, seed=22)
+    index.add([ids[5]], replacement)
+    got = index.vectors([ids[5], ids[7]])
+    assert list(got) == [ids[5]]
+    np.testing.assert_allclose(got[ids[5]], replacement[0], atol=1e-5)
+    got[ids[5]][:] = 0.0  # a copy: the index still holds its vector
+    np.testing.assert_allclose(index.vectors([ids[5]])[ids[5]], replacement[0], atol=1e-5)
+
+
 VECTOR_CHECKS: tuple[Check, ...] = (
     check_search_best_first,
     check_self_match_ranks_first,
@@ -302,6 +325,7 @@ VECTOR_CHECKS: tuple[Check, ...] = (
     check_wrong_dimension,
     check_dump_load_round_trip,
     check_contains_and_items,
+    check_vectors,
 )
 
 

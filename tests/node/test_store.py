@@ -271,6 +271,27 @@ def test_search_reads_its_own_writes_then_the_index(world: World) -> None:
     assert node.search("note number 17 about topic 3", "alice", LATER, k=3)[0].asset.id == ids[17]
 
 
+def test_vectors_are_read_from_the_tail_then_the_index_and_never_for_what_is_gone(world: World) -> None:
+    """``vectors_of`` gives each live asset's vector whether it is still pending or indexed, and leaves out what the
+    partition does not hold: another partition's asset, a deleted one, an unknown id."""
+    node = world.open_node()
+    ids = node.put([fact(f"note number {i} about topic {i % 7}") for i in range(40)], NOW)
+    (bobs,) = node.put([fact("bob's own note", owner="bob")], NOW)
+    alice = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    want = node.embedder.embed([f"note number {i} about topic {i % 7}" for i in range(40)])
+    got = node.store.vectors_of(alice, [ids[3], bobs, "f" * 32, ids[5]])
+    assert list(got) == [ids[3], ids[5]]
+    np.testing.assert_allclose(got[ids[3]], want[3], atol=1e-6)
+    node.checkpoint()
+    assert node.store.pending() == 0
+    (later,) = node.put([fact("a later note, still pending")], NOW + 1)
+    node.delete(ids[3], NOW + 2)
+    got = node.store.vectors_of(alice, [ids[3], later, ids[7]])
+    assert list(got) == [later, ids[7]]
+    np.testing.assert_allclose(got[later], node.embedder.embed(["a later note, still pending"])[0], atol=1e-6)
+    np.testing.assert_allclose(got[ids[7]], want[7], atol=1e-6)
+
+
 def test_an_index_catch_up_leaves_no_room_behind_in_the_pending_tail(world: World) -> None:
     """Once the background indexer has moved every pending vector into the index (in steps, as the daemon does), the
     partition's pending tail is a new empty dict, not one that kept the room of every vector it held (a dense search

@@ -1127,6 +1127,16 @@ class Store:
         hits.sort(key=lambda h: (-h.score, h.id))
         return hits[:k]
 
+    def vectors_of(self, pid: bytes, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of those of ``ids`` that are live in partition ``pid`` and have one, by id (indexed or still in
+        the pending tail). Read from memory only: the caller authorized ``ids`` (nothing else is looked up)."""
+        live = self._live[pid]
+        out = {i: live.pending[i].copy() for i in ids if i in live.pending}
+        rest = [i for i in ids if i not in out]
+        if rest:
+            out.update(live.index.vectors(rest))
+        return out
+
     @staticmethod
     def _covers(live: _Live, allowed: AbstractSet[str]) -> bool:
         """Whether ``allowed`` holds every live id of the partition. A frozen set that did is remembered with the

@@ -53,6 +53,10 @@ class VectorIndex(Protocol):
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]: ...
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those of ``ids`` that are present (copies), by id; absent ids are left out."""
+        ...
+
     def __len__(self) -> int: ...
 
     def __contains__(self, id_: object) -> bool: ...
@@ -148,6 +152,12 @@ class ExactIndex:
         for i, id_ in enumerate(self._ids):
             yield id_, self._m[i].copy()
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        found = [i for i in dict.fromkeys(ids) if isinstance(i, str) and i in self._row]
+        if not found:
+            return {}
+        return dict(zip(found, self._m[[self._row[i] for i in found]], strict=True))  # fancy indexing copies
+
     def __len__(self) -> int:
         return len(self._ids)
 
@@ -218,6 +228,9 @@ class AdaptiveIndex:
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         return self._inner.items()
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._inner.vectors(ids)
 
     def __len__(self) -> int:
         return len(self._inner)
