@@ -24,7 +24,10 @@ Then, for each segment:
    and lexical ranks (each path's best :data:`DEPTH_PER_FACT` per unit of the fact cap, at least :data:`DEPTH_MIN`)
    fused with k = :data:`RRF_K` (20: the first ranks of each path weigh more than in plain RRF's 60), or
    :data:`RRF_K_PER_FACT` of the fact cap when that is larger (a frame of more units reaches deeper ranks); a unit
-   by its best hit plus :data:`SECOND_HITS` of the others. An item then gains :data:`CONTEXT_SHARE` of the score of
+   by its best hit plus :data:`SECOND_HITS` of the others. A third path reads each turn *in its context*: the ranked
+   items and assets, and the turn after each ranked turn, ordered by the goal's cosine with the turn's vector plus
+   the vector of the turn before it (an answer says what it answers only after its question), each adding
+   :data:`CONTEXT_PATH` / (k + rank) to its unit. An item then gains :data:`CONTEXT_SHARE` of the score of
    the turn before it (an answer often shares no word with the goal; the question it answers does), one
    said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the calendar month the goal names
    (``camping in June``) :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
@@ -72,6 +75,8 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import numpy as np
+
 from gaml.node.core.access.retrieve import Authorized, Query, Relevance, SearchRequest
 from gaml.node.core.consensus import Consensus, Resolution
 from gaml.node.core.memory.tiers import TierPolicy, tier_at
@@ -94,6 +99,7 @@ SECOND_HITS: Final = 0.3  # a unit hit through several assets (an item and its f
 RRF_K: Final = 20  # hydration fuses the dense and lexical ranks with this k: the first ranks of each path weigh more
 RRF_K_PER_FACT: Final = 0.5  # … or with this share of the fact cap, when larger (a larger frame reaches deeper ranks)
 CONTEXT_SHARE: Final = 0.5  # an item gains this share of the score of the turn before it (what it answers)
+CONTEXT_PATH: Final = 1.0  # the weight of the third path (a turn read with the turn before it) beside dense and BM25
 SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this much more
 # An item that only asks ("Wow, did you make that? What inspired it?": no sentence but questions and fillers) scores
 # this share: it states nothing a frame could hold as an answer (on LoCoMo dev, 3 % of such turns are evidence,
@@ -112,55 +118,6 @@ DEPTH_PER_FACT: Final = 3  # each relevance path ranks this many hits per unit o
 DEPTH_MIN: Final = 120  # … and at least this many …
 DEPTH_MAX: Final = 1000  # … at most this many
 RERANK: Final = 2  # the units read for the speaker and content checks: this many times the fact cap
-# Words that carry no content in a turn of conversation ("Wow, cool, thanks!"), besides the stopwords.
-FILLERS: Final = frozenset(
-    [
-        "hey",
-        "hi",
-        "hello",
-        "wow",
-        "cool",
-        "awesome",
-        "great",
-        "thanks",
-        "thank",
-        "yeah",
-        "yes",
-        "yep",
-        "yup",
-        "nice",
-        "amazing",
-        "really",
-        "oh",
-        "ok",
-        "okay",
-        "lol",
-        "glad",
-        "sound",
-        "sounds",
-        "good",
-        "love",
-        "totally",
-        "sure",
-        "definitely",
-        "absolutely",
-        "agree",
-        "bye",
-        "see",
-        "soon",
-        "take",
-        "care",
-        "haha",
-        "congrats",
-        "congratulations",
-        "omg",
-        "wonderful",
-        "fantastic",
-        "incredible",
-        "super",
-        "fun",
-    ]
-)
 MAX_BUDGET: Final = 1_000_000
 MAX_GOAL_CHARS: Final = 8_000
 MAX_SEGMENTS: Final = 32
@@ -180,6 +137,8 @@ PROFILE_HEADER: Final = "## profile"
 LOOSE_HEADER: Final = "## memory"  # after a profile, the assets of no source start under this
 NODE_ID_CHARS: Final = 12  # the node named in the envelope (enough to tell a user's nodes apart)
 _WORD_RE: Final = re.compile(r"[a-z0-9]+")
+# Each source's turns that the caller may use, in order, and each one's place: read once per segment.
+_Turns = dict[tuple[bytes, str], tuple[list[str], dict[str, int]]]
 
 
 # -- the request -------------------------------------------------------------------------------------------------------
@@ -431,15 +390,15 @@ class Hydrator:
         beyond_total = 0
         beyond_where: dict[str, int] = {}
         shown: list[_Unit] = list(profile["units"])
+        handed = 0  # handles given so far (a unit passed over keeps its number unused: no two lines share one)
         query = self.retriever.query(sreq.text, sreq.principal)  # the goal, embedded once for every segment
         for seg in plane:
             keep = {
                 pid: _minus(self._in_segment(pid, ids, seg.name, named), contradicted) for pid, ids in auth.keep.items()
             }
             titled = len(plane) > 1 or seg.name != "*"
-            out = self._segment(
-                req, sreq, query, seg, auth, keep, len(facts) - len(profile["facts"]), titled, res, profile["ids"]
-            )
+            out = self._segment(req, sreq, query, seg, auth, keep, handed, titled, res, profile["ids"])
+            handed += out["handed"]
             paths.append((out["path"], out["fallback"]))
             lines += out["lines"]
             facts += out["facts"]
@@ -699,8 +658,13 @@ class Hydrator:
             fallback = "recency was asked for"
         units: dict[str, _Unit] = {}
         if rel is not None:
-            self._jump(rel, keep, units, max(RRF_K, RRF_K_PER_FACT * fact_cap))
-            self._context(units, keep)
+            k = max(RRF_K, RRF_K_PER_FACT * fact_cap)
+            self._jump(rel, keep, units, k)
+            turns: _Turns = {}
+            q = query.dense()[0] if rel.dense else None
+            if q is not None:
+                self._in_context(q, units, keep, k, turns)
+            self._context(units, keep, turns)
             _dated(req.goal, units)
         else:
             self._recent(keep, units, fact_cap)
@@ -725,6 +689,7 @@ class Hydrator:
         left_out = ranked[fact_cap:]
         for n, u in enumerate(chosen):
             u.handle = f"m{handles_from + n + 1}"
+        handed = len(chosen)
         groups = self._represent(req.goal, chosen, keep, auth.principal.user)
         loose = groups.get("")
         if shown and loose is not None and not loose.header:  # after the profile, what has no source says it starts
@@ -774,6 +739,7 @@ class Hydrator:
             "overhead": overhead if (kept or closing) else 0,
             "beyond": len(dropped),
             "where": where,
+            "handed": handed,
         }
 
     # -- consensus -------------------------------------------------------------------------------------------------
@@ -838,24 +804,98 @@ class Hydrator:
             scores.sort(reverse=True)
             units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
 
-    def _context(self, units: dict[str, _Unit], keep: dict[bytes, AbstractSet[str]]) -> None:
+    def _turns(
+        self,
+        u: _Unit,
+        keep: Mapping[bytes, AbstractSet[str]],
+        turns: _Turns,
+    ) -> tuple[list[str], int]:
+        """The turns of ``u``'s source that the caller may use, in order, and ``u``'s place among them (-1: none). Only
+        what the caller may use: a hidden turn must not change a score."""
+        where = (u.pid, u.view.source_id)
+        known = turns.get(where)
+        if known is None:
+            members = self.store.views(u.pid).sources.get(u.view.source_id, {})
+            usable = keep.get(u.pid, set())
+            ordered = [i for i, _ in sorted(members.items(), key=lambda x: (x[1], x[0])) if i in usable]
+            known = turns[where] = (ordered, {i: n for n, i in enumerate(ordered)})
+        return known[0], known[1].get(u.key, -1)
+
+    def _beside(self, u: _Unit, pid: bytes, other: str) -> View | None:
+        """The view of turn ``other`` when it serves the same goal as ``u``'s turn, said to the same owner's memory."""
+        v = self.store.views(pid).views.get(other)
+        return v if v is not None and v.goal == u.view.goal and v.owner_id == u.view.owner_id else None
+
+    def _in_context(
+        self,
+        q: np.ndarray,
+        units: dict[str, _Unit],
+        keep: Mapping[bytes, AbstractSet[str]],
+        k: float,
+        turns: _Turns,
+    ) -> None:
+        """The third relevance path: the candidates (every item and standalone asset the two paths ranked, and the
+        turn after each ranked turn) ranked by the cosine of the goal with each one's vector *plus the vector of the
+        turn before it* (a turn read in its context: "We explored nature and roasted marshmallows" says what it
+        answers only after "What did you do while camping?"), each adding :data:`CONTEXT_PATH` / (k + rank) to its
+        unit's score, as a ranked hit does. Vectors come from memory (:meth:`Store.vectors_of`), only for ids the
+        caller may use."""
+        found: dict[str, tuple[bytes, str]] = {}  # candidate -> (partition, the turn before it, or "")
+        for u in list(units.values()):
+            if u.kind == "arc":
+                continue
+            if u.kind != "item" or not u.view.source_id:
+                found.setdefault(u.key, (u.pid, ""))
+                continue
+            order, at = self._turns(u, keep, turns)
+            if at < 0:
+                continue
+            before = order[at - 1] if at > 0 and self._beside(u, u.pid, order[at - 1]) is not None else ""
+            found[u.key] = (u.pid, before)
+            if at + 1 < len(order) and order[at + 1] not in units:
+                after = self._beside(u, u.pid, order[at + 1])
+                if after is not None:
+                    found[after.id] = (u.pid, u.key)
+                    units[after.id] = _Unit(after.id, "item", u.pid, after, 0.0, "relevance", 0)
+        by_pid: dict[bytes, list[str]] = {}
+        for id_, (pid, before) in found.items():
+            by_pid.setdefault(pid, []).extend((id_, before) if before else (id_,))
+        vecs: dict[str, np.ndarray] = {}
+        for pid, ids in by_pid.items():
+            vecs.update(self.store.vectors_of(pid, ids))
+        scored: list[tuple[float, str]] = []
+        for id_, (_, before) in found.items():
+            v = vecs.get(id_)
+            if v is None:
+                continue
+            w = vecs.get(before) if before else None
+            if w is not None:
+                v = v + w
+            norm = float(np.linalg.norm(v))
+            if norm > 0:
+                scored.append((-float(v @ q) / norm, id_))
+        scored.sort()
+        for rank, (_, id_) in enumerate(scored, start=1):
+            units[id_].score += CONTEXT_PATH / (k + rank)
+        for key in [key for key, u in units.items() if u.score == 0.0 and key in found]:
+            del units[key]  # a turn after a ranked one that had no vector: nothing ranked it
+
+    def _context(
+        self,
+        units: dict[str, _Unit],
+        keep: Mapping[bytes, AbstractSet[str]],
+        turns: _Turns,
+    ) -> None:
         """An item gains :data:`CONTEXT_SHARE` of the score of the item before it in its source (the same goal): an
         answer often shares no word with the goal, while the question it answers does."""
         base = {key: u.score for key, u in units.items()}
-        order: dict[tuple[bytes, str], list[str]] = {}
         for u in sorted(units.values(), key=lambda u: u.key):
             if u.kind != "item" or not u.view.source_id:
                 continue
-            where = (u.pid, u.view.source_id)
-            if where not in order:  # only what the caller may use: a hidden turn must not change a score
-                members = self.store.views(u.pid).sources.get(u.view.source_id, {})
-                usable = keep.get(u.pid, set())
-                order[where] = [i for i, _ in sorted(members.items(), key=lambda x: (x[1], x[0])) if i in usable]
-            turns = order[where]
-            at = turns.index(u.key) if u.key in turns else -1
+            order, at = self._turns(u, keep, turns)
             if at <= 0:
                 continue
-            before = turns[at - 1]
+            before = order[at - 1]
             p = units.get(before)
             if p is not None and p.view.goal == u.view.goal and p.view.owner_id == u.view.owner_id:
                 u.score += CONTEXT_SHARE * base[before]
@@ -885,7 +925,7 @@ class Hydrator:
         for u in todo:
             asset = found.get(u.key)
             if asset is not None:
-                u.empty = _says_nothing(display_text(asset))
+                u.empty = extract.says_nothing(display_text(asset))
             u.checked = True
 
     def _unit_of(self, id_: str, pid: bytes, keep: dict[bytes, AbstractSet[str]]) -> _Unit | None:
@@ -1362,37 +1402,11 @@ def _indented(text: str) -> str:
     return "\n  ".join(text.splitlines())
 
 
-_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9']+")
-
-
 def clear_text_caches() -> None:
     """Forget what the frame's text functions remember (:class:`Hydrator` calls it after an erasure)."""
-    _content_count.cache_clear()
     _only_asks.cache_clear()
     _content_words.cache_clear()
     extract.clear_caches()
-
-
-def _says_nothing(text: str) -> bool:
-    """A turn with no word but fillers, stopwords and capitalised words (names): "Hey Caroline!", "Wow, cool!"."""
-    return _content_count(text, 1) == 0
-
-
-@extract.TextMemo
-def _content_count(text: str, enough: int) -> int:
-    """How many words of ``text`` are neither fillers, stopwords nor capitalised (names), counted up to ``enough``
-    (what the caller needs to know: the count stops there)."""
-    n = 0
-    for m in _TOKEN_RE.finditer(text):
-        w = m.group()
-        low = w.lower().strip("'")
-        if w[0].isupper() or not low or low in FILLERS or low in extract.STOPWORDS:
-            continue
-        if _WORD_RE.fullmatch(low) is not None:  # not with an apostrophe inside: "that's", "I'm"
-            n += 1
-            if n == enough:
-                break
-    return n
 
 
 @extract.TextMemo
@@ -1401,7 +1415,7 @@ def _only_asks(text: str) -> bool:
     of content ("Wow, that looks amazing! What inspired it?")."""
     if "?" not in text:
         return False
-    return all(s.endswith("?") or _content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
+    return all(s.endswith("?") or extract.content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
 
 
 @extract.TextMemo

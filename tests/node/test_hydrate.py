@@ -838,6 +838,31 @@ def test_a_turn_that_only_asks_ranks_below_one_that_states() -> None:
     assert [node.store.get(f["unit"]).payload["speaker"] for f in ranked[:2]] == ["Caroline", "Melanie"]
 
 
+def test_an_answer_that_shares_no_word_with_the_goal_is_found_by_its_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The answer to "what did you do on the camping trip?" shares no content word with the goal, and 200 statements
+    about the trip outrank it on both relevance paths (and outrank the question, which only asks, so the walk from
+    the focus never reaches it): the context path, which reads the turn after a ranked turn with that turn, does.
+    Without that path it is not in the frame."""
+    gear = [("Melanie", f"The camping trip checklist item {n} is packed for the trip.") for n in range(200)]
+    question = ("Melanie", "What did you and the kids do on the camping trip?")
+    answer = ("Caroline", "We explored the forest and roasted marshmallows at night.")
+    node = conversation_node([*gear[:100], question, answer, *gear[100:]])
+    texts = {a.id: a.text() for a in node.store.get_many(node.store.live_ids()) if a is not None}
+    goal = "What did they do on the camping trip?"
+
+    def answered(h: Hydration) -> list[dict[str, object]]:
+        return [f for f in h.receipt["facts"] if "marshmallows" in texts.get(str(f["unit"]), "")]
+
+    h = hydrate(node, goal, 300)
+    (fact,) = answered(h)
+    assert fact["seeded_by"] == "relevance" and fact["level"] == "L0"
+    check_accounting(h, HeuristicCounter())
+    monkeypatch.setattr("gaml.node.core.hydrate.CONTEXT_PATH", 0.0)
+    assert answered(hydrate(node, goal, 300)) == []
+
+
 def test_what_frames_remember_of_texts_is_dropped_after_an_erasure(monkeypatch: pytest.MonkeyPatch) -> None:
     """The text functions a frame calls remember their answers for recent texts (pure functions of the text); a
     hydrator drops them before its next frame once the store has erased an asset, and not otherwise; the frame is

@@ -207,13 +207,48 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def clear_caches() -> None:
-    """Forget the texts this module remembers (their sentences)."""
+    """Forget the texts this module remembers (their sentences, their count of content words)."""
     _sentence_spans.cache_clear()
+    content_count.cache_clear()
 
 
 def sentences(text: str) -> list[str]:
     """The sentences of ``text``, stripped, in order (see the module notes for what ends one)."""
     return [text[s:e] for s, e in _sentence_spans(text)]
+
+
+# -- content -----------------------------------------------------------------------------------------------------------
+
+# Words that carry no content in a turn of conversation ("Wow, cool, thanks!"), besides the stopwords.
+FILLERS: Final = _words(
+    "hey hi hello wow cool awesome great thanks thank yeah yes yep yup nice amazing really oh ok okay lol glad sound "
+    "sounds good love totally sure definitely absolutely agree bye see soon take care haha congrats congratulations "
+    "omg wonderful fantastic incredible super fun"
+)
+_CONTENT_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9']+")
+_CONTENT_WORD_RE: Final = re.compile(r"[a-z0-9]+")
+
+
+@TextMemo
+def content_count(text: str, enough: int) -> int:
+    """How many words of ``text`` are neither fillers, stopwords nor capitalised (names), counted up to ``enough``
+    (what the caller needs to know: the count stops there)."""
+    n = 0
+    for m in _CONTENT_TOKEN_RE.finditer(text):
+        w = m.group()
+        low = w.lower().strip("'")
+        if w[0].isupper() or not low or low in FILLERS or low in STOPWORDS:
+            continue
+        if _CONTENT_WORD_RE.fullmatch(low) is not None:  # not with an apostrophe inside: "that's", "I'm"
+            n += 1
+            if n == enough:
+                break
+    return n
+
+
+def says_nothing(text: str) -> bool:
+    """A text with no word but fillers, stopwords and capitalised words (names): "Hey Caroline!", "Wow, cool!"."""
+    return content_count(text, 1) == 0
 
 
 # -- head and tail -----------------------------------------------------------------------------------------------------
