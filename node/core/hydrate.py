@@ -30,7 +30,8 @@ Then, for each segment:
    :data:`CONTEXT_PATH` / (k + rank) to its unit. An item then gains :data:`CONTEXT_SHARE` of the score of
    the turn before it (an answer often shares no word with the goal; the question it answers does), one
    said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the calendar month the goal names
-   (``camping in June``) :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
+   (``camping in June``), or whose relative dates ingestion resolved into it (``last month``, said in July),
+   :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
    :data:`ASKING_SHARE` of its score. Content-free items (greetings,
    acknowledgements: no word but fillers, stopwords and names) are never seeded, and are shown only when no unit
    with content matched. The best ``seeds`` units are the **focus**; items whose goal annotation matches the
@@ -99,7 +100,7 @@ SECOND_HITS: Final = 0.3  # a unit hit through several assets (an item and its f
 RRF_K: Final = 20  # hydration fuses the dense and lexical ranks with this k: the first ranks of each path weigh more
 RRF_K_PER_FACT: Final = 0.5  # … or with this share of the fact cap, when larger (a larger frame reaches deeper ranks)
 CONTEXT_SHARE: Final = 0.5  # an item gains this share of the score of the turn before it (what it answers)
-CONTEXT_PATH: Final = 1.0  # the weight of the third path (a turn read with the turn before it) beside dense and BM25
+CONTEXT_PATH: Final = 0.5  # the weight of the third path (a turn read with the turn before it) beside dense and BM25
 SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this much more
 # An item that only asks ("Wow, did you make that? What inspired it?": no sentence but questions and fillers) scores
 # this share: it states nothing a frame could hold as an answer (on LoCoMo dev, 3 % of such turns are evidence,
@@ -805,26 +806,23 @@ class Hydrator:
             units[key].score = scores[0] + SECOND_HITS * sum(scores[1:])
 
     def _turns(
-        self,
-        u: _Unit,
-        keep: Mapping[bytes, AbstractSet[str]],
-        turns: _Turns,
+        self, pid: bytes, v: View, keep: Mapping[bytes, AbstractSet[str]], turns: _Turns
     ) -> tuple[list[str], int]:
-        """The turns of ``u``'s source that the caller may use, in order, and ``u``'s place among them (-1: none). Only
+        """The turns of ``v``'s source that the caller may use, in order, and ``v``'s place among them (-1: none). Only
         what the caller may use: a hidden turn must not change a score."""
-        where = (u.pid, u.view.source_id)
+        where = (pid, v.source_id)
         known = turns.get(where)
         if known is None:
-            members = self.store.views(u.pid).sources.get(u.view.source_id, {})
-            usable = keep.get(u.pid, set())
+            members = self.store.views(pid).sources.get(v.source_id, {})
+            usable = keep.get(pid, set())
             ordered = [i for i, _ in sorted(members.items(), key=lambda x: (x[1], x[0])) if i in usable]
             known = turns[where] = (ordered, {i: n for n, i in enumerate(ordered)})
-        return known[0], known[1].get(u.key, -1)
+        return known[0], known[1].get(v.id, -1)
 
-    def _beside(self, u: _Unit, pid: bytes, other: str) -> View | None:
-        """The view of turn ``other`` when it serves the same goal as ``u``'s turn, said to the same owner's memory."""
-        v = self.store.views(pid).views.get(other)
-        return v if v is not None and v.goal == u.view.goal and v.owner_id == u.view.owner_id else None
+    def _beside(self, v: View, pid: bytes, other: str) -> View | None:
+        """The view of turn ``other`` when it serves the same goal as ``v``, said to the same owner's memory."""
+        w = self.store.views(pid).views.get(other)
+        return w if w is not None and w.goal == v.goal and w.owner_id == v.owner_id else None
 
     def _in_context(
         self,
@@ -847,13 +845,13 @@ class Hydrator:
             if u.kind != "item" or not u.view.source_id:
                 found.setdefault(u.key, (u.pid, ""))
                 continue
-            order, at = self._turns(u, keep, turns)
+            order, at = self._turns(u.pid, u.view, keep, turns)
             if at < 0:
                 continue
-            before = order[at - 1] if at > 0 and self._beside(u, u.pid, order[at - 1]) is not None else ""
+            before = order[at - 1] if at > 0 and self._beside(u.view, u.pid, order[at - 1]) is not None else ""
             found[u.key] = (u.pid, before)
             if at + 1 < len(order) and order[at + 1] not in units:
-                after = self._beside(u, u.pid, order[at + 1])
+                after = self._beside(u.view, u.pid, order[at + 1])
                 if after is not None:
                     found[after.id] = (u.pid, u.key)
                     units[after.id] = _Unit(after.id, "item", u.pid, after, 0.0, "relevance", 0)
@@ -892,7 +890,7 @@ class Hydrator:
         for u in sorted(units.values(), key=lambda u: u.key):
             if u.kind != "item" or not u.view.source_id:
                 continue
-            order, at = self._turns(u, keep, turns)
+            order, at = self._turns(u.pid, u.view, keep, turns)
             if at <= 0:
                 continue
             before = order[at - 1]
@@ -902,9 +900,11 @@ class Hydrator:
 
     def _check(self, goal: str, units: dict[str, _Unit], n: int) -> None:
         """Read the ``n`` best units' items: one said by someone the goal names scores :data:`SPEAKER_BOOST` more, one
-        that only asks scores :data:`ASKING_SHARE` of its score, and one that says nothing is marked ``empty``
-        (:meth:`_check_empty`)."""
+        that only asks scores :data:`ASKING_SHARE` of its score, one not said in the month the goal names but whose
+        resolved relative dates fall in it (:func:`when.resolve`) :data:`PERIOD_BOOST` more (as :func:`_dated` does for
+        what was said in it), and one that says nothing is marked ``empty`` (:meth:`_check_empty`)."""
         named = _content_words(goal)
+        period = when.named_period(goal)
         best = [u for u in sorted(units.values(), key=_priority)[:n] if u.kind == "item"]
         found = self._get_many([u.key for u in best])
         for u in best:
@@ -914,6 +914,13 @@ class Hydrator:
                 u.score *= SPEAKER_BOOST
             if asset is not None and _only_asks(display_text(asset)):
                 u.score *= ASKING_SHARE
+            if (
+                period is not None
+                and asset is not None
+                and not period.holds(u.view.created_at)
+                and any(period.covers(when.named_period(meaning)) for _, meaning in _resolved(asset))
+            ):
+                u.score *= PERIOD_BOOST  # "last month", said in April, is the March the goal names
         self._check_empty(best, found)
 
     def _check_empty(self, units: Iterable[_Unit], found: Mapping[str, Asset | None] | None = None) -> None:

@@ -162,3 +162,38 @@ def test_a_goal_naming_a_month_favours_what_was_said_in_it() -> None:
         h = hydrator.hydrate(HydrationRequest(f"When did Melanie go camping in {month}?", "alice", NOW + 1, 400))
         first = max(h.receipt["facts"], key=lambda f: f["score"])
         assert node.store.get(first["unit"]).payload["dia_id"] == dia, month
+
+
+def test_a_period_covers_the_periods_inside_it_as_far_as_both_say() -> None:
+    march = when.Period(3, 2023)
+    assert march.covers(when.named_period("March 2023")) and march.covers(when.named_period("13 March 2023"))
+    assert march.covers(when.Period(3)) and when.Period(3).covers(march)
+    assert not march.covers(when.named_period("April 2023")) and not march.covers(when.Period(3, 2022))
+    assert not march.covers(None) and not when.Period(3, 2023, 13).covers(when.Period(3, 2023, 14))
+
+
+def test_a_goal_naming_a_month_favours_what_a_turn_said_of_it_later() -> None:
+    """Two turns said in April: one went to a convention "last month" (ingestion resolved it: March 2023), the other
+    goes to one "next month" (May). A goal asking about March seeds the first; one asking about May, the second."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    conversation = {
+        "speaker_a": "John",
+        "speaker_b": "Maria",
+        "session_1_date_time": "1:56 pm on 10 April, 2023",
+        "session_1": [
+            {"speaker": "John", "dia_id": "D1:1", "text": "My colleagues and I went to a convention last month."},
+            {"speaker": "John", "dia_id": "D1:2", "text": "My colleagues and I go to a convention next month."},
+        ],
+    }
+    sample = {"sample_id": "conv-later", "conversation": conversation, "qa": []}
+    Ingestor(node, Rules.load_default()).ingest(
+        parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW
+    )
+    hydrator = Hydrator(node)
+    for month, dia in (("March", "D1:1"), ("May", "D1:2")):
+        h = hydrator.hydrate(
+            HydrationRequest(f"What convention did John attend in {month} 2023?", "alice", NOW + 1, 400)
+        )
+        first = max(h.receipt["facts"], key=lambda f: f["score"])
+        assert node.store.get(first["unit"]).payload["dia_id"] == dia, month

@@ -253,6 +253,14 @@ class Period:
         d = datetime.fromtimestamp(at / 1e6, tz=UTC).date()
         return d.month == self.month and self.year in (0, d.year) and self.day in (0, d.day)
 
+    def covers(self, other: Period | None) -> bool:
+        """Whether ``other`` (a period a resolved date names: ``April 2023``, ``5 May 2023``) lies in this period, as
+        far as both say: a year or day that one of them leaves open matches any."""
+        if other is None or other.month != self.month:
+            return False
+        same_year = 0 in (self.year, other.year) or self.year == other.year
+        return same_year and (0 in (self.day, other.day) or self.day == other.day)
+
 
 # A month by name (lower-case too, but "May", "March" and "August" only capitalised: they are words too), with a day
 # before or after it and a year after it when given: "in June", "October 13, 2023", "13 October 2023", "July 2023".
