@@ -175,25 +175,17 @@ def test_a_period_covers_the_periods_inside_it_as_far_as_both_say() -> None:
 def test_a_goal_naming_a_month_favours_what_a_turn_said_of_it_later() -> None:
     """Two turns said in April: one went to a convention "last month" (ingestion resolved it: March 2023), the other
     goes to one "next month" (May). A goal asking about March seeds the first; one asking about May, the second."""
-    node = memory_world().open_node()
-    node.governance.add_principal(Principal("alice"))
-    conversation = {
-        "speaker_a": "John",
-        "speaker_b": "Maria",
-        "session_1_date_time": "1:56 pm on 10 April, 2023",
-        "session_1": [
-            {"speaker": "John", "dia_id": "D1:1", "text": "My colleagues and I went to a convention last month."},
-            {"speaker": "John", "dia_id": "D1:2", "text": "My colleagues and I go to a convention next month."},
+    node = conversation_node(
+        [
+            ("Caroline", "My colleagues and I went to a convention last month."),
+            ("Caroline", "My colleagues and I go to a convention next month."),
         ],
-    }
-    sample = {"sample_id": "conv-later", "conversation": conversation, "qa": []}
-    Ingestor(node, Rules.load_default()).ingest(
-        parsers.parse(json.dumps([sample]).encode(), "c.json", "locomo"), IngestOptions("alice"), NOW
+        date="1:56 pm on 10 April, 2023",
     )
     hydrator = Hydrator(node)
     for month, dia in (("March", "D1:1"), ("May", "D1:2")):
         h = hydrator.hydrate(
-            HydrationRequest(f"What convention did John attend in {month} 2023?", "alice", NOW + 1, 400)
+            HydrationRequest(f"What convention did Caroline attend in {month} 2023?", "alice", NOW + 1, 400)
         )
         first = max(h.receipt["facts"], key=lambda f: f["score"])
         assert node.store.get(first["unit"]).payload["dia_id"] == dia, month
