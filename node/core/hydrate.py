@@ -24,14 +24,14 @@ Then, for each segment:
    and lexical ranks (each path's best :data:`DEPTH_PER_FACT` per unit of the fact cap, at least :data:`DEPTH_MIN`)
    fused with k = :data:`RRF_K` (20: the first ranks of each path weigh more than in plain RRF's 60), or
    :data:`RRF_K_PER_FACT` of the fact cap when that is larger (a frame of more units reaches deeper ranks); a unit
-   by its best hit plus :data:`SECOND_HITS` of the others. A third path reads each turn *in its context*: the ranked
-   items and assets, and the turn after each ranked turn, ordered by the goal's cosine with the turn's vector plus
-   the vector of the turn before it (an answer says what it answers only after its question), each adding
-   :data:`CONTEXT_PATH` / (k + rank) to its unit. An item then gains :data:`CONTEXT_SHARE` of the score of
-   the turn before it (an answer often shares no word with the goal; the question it answers does), one
-   said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the calendar month the goal names
-   (``camping in June``), or whose relative dates ingestion resolved into it (``last month``, said in July),
-   :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
+   by its best hit plus :data:`SECOND_HITS` of the others. A third path reads each turn *in its context*: the best
+   ranked items and assets (:data:`CONTEXT_UNITS` per unit of the fact cap), and the turn after each of those turns,
+   ordered by the goal's cosine with the turn's vector plus the vector of the turn before it (an answer says what it
+   answers only after its question), each adding :data:`CONTEXT_PATH` / (k + rank) to its unit. An item then
+   gains :data:`CONTEXT_SHARE` of the score of the turn before it (an answer often shares no word with the goal; the
+   question it answers does), one said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the
+   calendar month the goal names (``camping in June``), or whose relative dates ingestion resolved into it (``last
+   month``, said in July), :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
    :data:`ASKING_SHARE` of its score. Content-free items (greetings,
    acknowledgements: no word but fillers, stopwords and names) are never seeded, and are shown only when no unit
    with content matched. The best ``seeds`` units are the **focus**; items whose goal annotation matches the
@@ -101,6 +101,7 @@ RRF_K: Final = 20  # hydration fuses the dense and lexical ranks with this k: th
 RRF_K_PER_FACT: Final = 0.5  # … or with this share of the fact cap, when larger (a larger frame reaches deeper ranks)
 CONTEXT_SHARE: Final = 0.5  # an item gains this share of the score of the turn before it (what it answers)
 CONTEXT_PATH: Final = 0.5  # the weight of the third path (a turn read with the turn before it) beside dense and BM25
+CONTEXT_UNITS: Final = 4  # … over the best units, this many per unit of the fact cap (and the turns after them)
 SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this much more
 # An item that only asks ("Wow, did you make that? What inspired it?": no sentence but questions and fillers) scores
 # this share: it states nothing a frame could hold as an answer (on LoCoMo dev, 3 % of such turns are evidence,
@@ -664,7 +665,7 @@ class Hydrator:
             turns: _Turns = {}
             q = query.dense()[0] if rel.dense else None
             if q is not None:
-                self._in_context(q, units, keep, k, turns)
+                self._in_context(q, units, keep, k, turns, CONTEXT_UNITS * fact_cap, rel.dense)
             self._context(units, keep, turns)
             _dated(req.goal, units)
         else:
@@ -831,15 +832,17 @@ class Hydrator:
         keep: Mapping[bytes, AbstractSet[str]],
         k: float,
         turns: _Turns,
+        limit: int,
+        dense: Mapping[str, tuple[int, float]],
     ) -> None:
-        """The third relevance path: the candidates (every item and standalone asset the two paths ranked, and the
-        turn after each ranked turn) ranked by the cosine of the goal with each one's vector *plus the vector of the
-        turn before it* (a turn read in its context: "We explored nature and roasted marshmallows" says what it
-        answers only after "What did you do while camping?"), each adding :data:`CONTEXT_PATH` / (k + rank) to its
-        unit's score, as a ranked hit does. Vectors come from memory (:meth:`Store.vectors_of`), only for ids the
-        caller may use."""
+        """The third relevance path: the candidates (the ``limit`` best items and standalone assets the two paths
+        ranked, and the turn after each of those turns) ranked by the cosine of the goal with each one's vector *plus
+        the vector of the turn before it* (a turn read in its context: "We explored nature and roasted marshmallows"
+        says what it answers only after "What did you do while camping?"), each adding :data:`CONTEXT_PATH` / (k +
+        rank) to its unit's score, as a ranked hit does. Vectors come from memory (:meth:`Store.vectors_of`), only for
+        ids the caller may use."""
         found: dict[str, tuple[bytes, str]] = {}  # candidate -> (partition, the turn before it, or "")
-        for u in list(units.values()):
+        for u in sorted(units.values(), key=_priority)[:limit]:
             if u.kind == "arc":
                 continue
             if u.kind != "item" or not u.view.source_id:
@@ -855,23 +858,23 @@ class Hydrator:
                 if after is not None:
                     found[after.id] = (u.pid, u.key)
                     units[after.id] = _Unit(after.id, "item", u.pid, after, 0.0, "relevance", 0)
+        # Alone, a candidate reads as itself: its cosine is the dense path's, when that path ranked it. Only the rest
+        # need their vectors (read from the index: ~6 us each from hnswlib).
+        scored = [(-dense[id_][1], id_) for id_, (_, before) in found.items() if not before and id_ in dense]
         by_pid: dict[bytes, list[str]] = {}
         for id_, (pid, before) in found.items():
-            by_pid.setdefault(pid, []).extend((id_, before) if before else (id_,))
+            if before or id_ not in dense:
+                by_pid.setdefault(pid, []).extend((id_, before) if before else (id_,))
         vecs: dict[str, np.ndarray] = {}
         for pid, ids in by_pid.items():
             vecs.update(self.store.vectors_of(pid, ids))
-        scored: list[tuple[float, str]] = []
-        for id_, (_, before) in found.items():
-            v = vecs.get(id_)
-            if v is None:
-                continue
-            w = vecs.get(before) if before else None
-            if w is not None:
-                v = v + w
-            norm = float(np.linalg.norm(v))
-            if norm > 0:
-                scored.append((-float(v @ q) / norm, id_))
+        ids = [id_ for id_, (_, before) in found.items() if id_ in vecs and (before or id_ not in dense)]
+        if ids:
+            zero = np.zeros_like(q)
+            summed = np.stack([vecs[i] for i in ids]) + np.stack([vecs.get(found[i][1], zero) for i in ids])
+            norms = np.linalg.norm(summed, axis=1)
+            cosines = (summed @ q) / np.where(norms > 0, norms, 1.0)
+            scored += [(-float(c), id_) for c, n, id_ in zip(cosines, norms, ids, strict=True) if n > 0]
         scored.sort()
         for rank, (_, id_) in enumerate(scored, start=1):
             units[id_].score += CONTEXT_PATH / (k + rank)

@@ -863,6 +863,35 @@ def test_an_answer_that_shares_no_word_with_the_goal_is_found_by_its_question(
     assert answered(hydrate(node, goal, 300)) == []
 
 
+def test_the_context_path_reads_only_the_vectors_it_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A standalone asset read in its context is itself: when the dense path ranked it, its cosine is known and its
+    vector is not read again; a turn with a turn before it is read with both vectors. The frame is the same."""
+    node = conversation_node(
+        [
+            ("Melanie", "What did you and the kids do on the camping trip?"),
+            ("Caroline", "We explored the forest and roasted marshmallows at night."),
+        ]
+    )
+    notes = node.put([fact(f"camping note {n}: the trip needs a tent and a stove") for n in range(30)], NOW)
+    asked: list[str] = []
+    real = node.store.vectors_of
+
+    def spy(pid: bytes, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        asked.extend(ids)
+        return real(pid, ids)
+
+    goal = "What did they do on the camping trip?"
+    before = hydrate(node, goal, 800)
+    monkeypatch.setattr(node.store, "vectors_of", spy)
+    after = hydrate(node, goal, 800)
+    assert after.frame == before.frame
+    shown = {f["unit"] for f in after.receipt["facts"]}
+    assert set(notes) & shown, "the notes are candidates"
+    assert not set(notes) & set(asked), "a note the dense path ranked is not read again"
+    turns = [i for i in node.store.live_ids() if i not in notes and node.store.view(i).is_item]  # type: ignore[union-attr]
+    assert set(turns) <= set(asked)
+
+
 def test_what_frames_remember_of_texts_is_dropped_after_an_erasure(monkeypatch: pytest.MonkeyPatch) -> None:
     """The text functions a frame calls remember their answers for recent texts (pure functions of the text); a
     hydrator drops them before its next frame once the store has erased an asset, and not otherwise; the frame is
