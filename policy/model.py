@@ -645,7 +645,9 @@ class Asset:
         return " ".join(p for p in parts if p)
 
     def embed_text(self) -> str:
-        """The text that is embedded: a payload's ``text`` after its ``speaker`` (``"Caroline: …"``), then plain tags.
+        """The text that is embedded: a payload's ``text`` after its ``speaker`` (``"Caroline: …"``), then plain tags. A
+        text of several sentences is embedded by its sentences instead, each after the speaker, and their mean is the
+        asset's vector (``node.core.embed.passages``).
 
         Who said something is part of what it means: on the LoCoMo conversations (MiniLM), dense recall@10 of the
         evidence turns is 0.48 this way and 0.36 with :meth:`text` (the text, then its entities and every tag).
