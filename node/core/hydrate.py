@@ -842,6 +842,7 @@ class Hydrator:
         rank) to its unit's score, as a ranked hit does. Vectors come from memory (:meth:`Store.vectors_of`), only for
         ids the caller may use."""
         found: dict[str, tuple[bytes, str]] = {}  # candidate -> (partition, the turn before it, or "")
+        added: list[str] = []  # the turns after ranked ones, made units here
         for u in sorted(units.values(), key=_priority)[:limit]:
             if u.kind == "arc":
                 continue
@@ -858,28 +859,30 @@ class Hydrator:
                 if after is not None:
                     found[after.id] = (u.pid, u.key)
                     units[after.id] = _Unit(after.id, "item", u.pid, after, 0.0, "relevance", 0)
+                    added.append(after.id)
         # Alone, a candidate reads as itself: its cosine is the dense path's, when that path ranked it. Only the rest
         # need their vectors (read from the index: ~6 us each from hnswlib).
         scored = [(-dense[id_][1], id_) for id_, (_, before) in found.items() if not before and id_ in dense]
+        todo = {id_: (pid, before) for id_, (pid, before) in found.items() if before or id_ not in dense}
         by_pid: dict[bytes, list[str]] = {}
-        for id_, (pid, before) in found.items():
-            if before or id_ not in dense:
-                by_pid.setdefault(pid, []).extend((id_, before) if before else (id_,))
+        for id_, (pid, before) in todo.items():
+            by_pid.setdefault(pid, []).extend((id_, before) if before else (id_,))
         vecs: dict[str, np.ndarray] = {}
         for pid, ids in by_pid.items():
             vecs.update(self.store.vectors_of(pid, ids))
-        ids = [id_ for id_, (_, before) in found.items() if id_ in vecs and (before or id_ not in dense)]
+        ids = [id_ for id_ in todo if id_ in vecs]
         if ids:
             zero = np.zeros_like(q)
-            summed = np.stack([vecs[i] for i in ids]) + np.stack([vecs.get(found[i][1], zero) for i in ids])
+            summed = np.stack([vecs[i] for i in ids]) + np.stack([vecs.get(todo[i][1], zero) for i in ids])
             norms = np.linalg.norm(summed, axis=1)
             cosines = (summed @ q) / np.where(norms > 0, norms, 1.0)
             scored += [(-float(c), id_) for c, n, id_ in zip(cosines, norms, ids, strict=True) if n > 0]
         scored.sort()
         for rank, (_, id_) in enumerate(scored, start=1):
             units[id_].score += CONTEXT_PATH / (k + rank)
-        for key in [key for key, u in units.items() if u.score == 0.0 and key in found]:
-            del units[key]  # a turn after a ranked one that had no vector: nothing ranked it
+        for id_ in added:
+            if units[id_].score == 0.0:
+                del units[id_]  # a turn after a ranked one that had no vector: nothing ranked it
 
     def _context(
         self,
@@ -897,8 +900,7 @@ class Hydrator:
             if at <= 0:
                 continue
             before = order[at - 1]
-            p = units.get(before)
-            if p is not None and p.view.goal == u.view.goal and p.view.owner_id == u.view.owner_id:
+            if before in units and self._beside(u.view, u.pid, before) is not None:
                 u.score += CONTEXT_SHARE * base[before]
 
     def _check(self, goal: str, units: dict[str, _Unit], n: int) -> None:
