@@ -18,6 +18,7 @@ import hashlib
 import itertools
 import re
 from collections.abc import Sequence
+from concurrent.futures import Executor, Future
 from typing import Final, Protocol
 
 import numpy as np
@@ -84,6 +85,21 @@ def passages(asset: Asset) -> list[str]:
     said = extract.sentences(text) if isinstance(text, str) else []
     if len(said) < 2:
         return [asset.embed_text()]
+    speaker = asset.payload.get("speaker")
+    tags = " ".join(t for t in asset.tags if ":" not in t)
+    return _sentences(said, speaker if isinstance(speaker, str) else "") + ([tags] if tags else [])
+
+
+def text_passages(text: str, speaker: str = "") -> list[str]:
+    """The passages of an asset whose payload is ``text`` said by ``speaker`` and that has no plain tag (an ingested
+    item): what :func:`passages` will give for it, known before the asset is made (:class:`Prefetched`)."""
+    said = extract.sentences(text)
+    if len(said) < 2:
+        return [f"{speaker}: {text}" if speaker else text]
+    return _sentences(said, speaker)
+
+
+def _sentences(said: list[str], speaker: str) -> list[str]:
     kept = [s for s in said if not extract.says_nothing(s)] or said
     if len(kept) > MAX_PASSAGES:
         size, extra = divmod(len(kept), MAX_PASSAGES)
@@ -93,10 +109,65 @@ def passages(asset: Asset) -> list[str]:
             runs.append(" ".join(kept[at : at + step]))
             at += step
         kept = runs
-    speaker = asset.payload.get("speaker")
-    prefix = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
-    tags = " ".join(t for t in asset.tags if ":" not in t)
-    return [prefix + s for s in kept] + ([tags] if tags else [])
+    prefix = f"{speaker}: " if speaker else ""
+    return [prefix + s for s in kept]
+
+
+class Prefetched:
+    """An embedder that answers from rows embedded ahead (:meth:`ahead`), and embeds the rest with the embedder it
+    wraps. A model embeds faster in large calls of texts of like length than in the small calls of one write each,
+    and a call given to another thread runs while this one does the rest of the work (the model's runtime releases
+    the interpreter while it computes): ingestion embeds the passages of a window of sources' items in one call, on
+    a worker, while it writes the window before. A text is answered by its own row whichever call embedded it, so
+    what is stored does not depend on the guess: a text not embedded ahead (a fact, a masked text) is embedded when
+    asked for. Results are the embedder's own; an error of a call made ahead is raised where its rows are asked for.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.id = embedder.id
+        self.dim = embedder.dim
+        self._rows: dict[str, np.ndarray] = {}
+        self._pending: dict[str, Future[np.ndarray]] = {}  # text -> the call embedding it (on a worker)
+        self._calls: dict[Future[np.ndarray], list[str]] = {}
+
+    def ahead(self, texts: Sequence[str], worker: Executor | None = None) -> list[str]:
+        """Embed ``texts`` (those neither held nor on their way) in one call, on ``worker`` when given, else now; the
+        texts that call embeds (for :meth:`drop`)."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._rows and t not in self._pending))
+        if not todo:
+            return []
+        if worker is None:
+            self._rows.update(zip(todo, self.embedder.embed(todo), strict=True))
+            return todo
+        call = worker.submit(self.embedder.embed, todo)
+        self._calls[call] = todo
+        self._pending.update(dict.fromkeys(todo, call))
+        return todo
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        for call in {self._pending[t] for t in texts if t in self._pending}:
+            self._settle(call)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._rows))
+        found = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for n, t in enumerate(texts):
+            row = self._rows.get(t)
+            out[n] = found[t] if row is None else row
+        return out
+
+    def _settle(self, call: Future[np.ndarray]) -> None:
+        todo = self._calls.pop(call)
+        for t in todo:
+            del self._pending[t]
+        self._rows.update(zip(todo, call.result(), strict=True))
+
+    def drop(self, texts: Sequence[str]) -> None:
+        """Forget the rows of ``texts`` (waiting for the calls that embed them)."""
+        for call in {self._pending[t] for t in texts if t in self._pending}:
+            self._settle(call)
+        for t in texts:
+            self._rows.pop(t, None)
 
 
 def embed_assets(embedder: Embedder, assets: Sequence[Asset]) -> list[np.ndarray]:

@@ -116,6 +116,7 @@ class Node:
         exact_times: bool = False,
         by: Principal | None = None,
         records: Records | None = None,
+        embedder: Embedder | None = None,
     ) -> list[str]:
         """Store drafts (or unsigned assets) as one atomic, durable batch, signed by this node; returns their ids.
 
@@ -124,6 +125,8 @@ class Node:
         node has not seen before is registered as a user principal. ``meta`` records (see :meth:`Store.put_many`)
         commit in the same batch. ``exact_times``: see :meth:`prepare`. ``records``: the stored records the caller
         already opened (the replication accept path checked them): read through, not opened again (:class:`Records`).
+        ``embedder``: what embeds the new vectors in place of the node's own, with its id (ingestion's
+        :class:`~node.core.embed.Prefetched`, which answers from rows embedded ahead).
         """
         assets = [d if isinstance(d, Asset) else self.build(d, now) for d in drafts]
         owners = self._owners(assets)  # every check before the first write: a refused batch writes nothing
@@ -131,7 +134,10 @@ class Node:
             self.authorize_writes(by, assets, owners)
         prepared = [self.prepare(a, exact_times=exact_times, records=records) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
-        vectors = embed_assets(self.embedder, todo) if todo else []
+        using = self.embedder if embedder is None else embedder
+        if using.id != self.embedder.id or using.dim != self.embedder.dim:
+            raise ValueError(f"a write embeds with {using.id!r}, not this node's {self.embedder.id!r}")
+        vectors = embed_assets(using, todo) if todo else []
         self.store.put_many(todo, vectors, self.embedder.id, self.embedder.dim, sign=True, meta=meta, records=records)
         for p, known in owners.values():  # after the write: a refused batch registers none
             if not known:

@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -114,3 +115,64 @@ def test_a_long_text_is_embedded_as_a_bounded_number_of_runs_of_sentences() -> N
     assert len(got) == embed.MAX_PASSAGES
     assert " ".join(got) == " ".join(said)
     assert {len(p.split(". ")) for p in got} <= {6, 7}  # 100 = 16 runs of 6 or 7 sentences
+
+
+class Counting:
+    """An embedder that counts the texts it is asked to embed (and fails on ``fail``)."""
+
+    def __init__(self, inner: HashEmbedder, fail: str | None = None) -> None:
+        self.inner, self.fail = inner, fail
+        self.id, self.dim = inner.id, inner.dim
+        self.asked: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self.fail is not None and self.fail in texts:
+            raise RuntimeError(f"cannot embed {self.fail!r}")
+        self.asked += texts
+        return self.inner.embed(texts)
+
+
+@pytest.mark.parametrize("on_worker", [False, True])
+def test_prefetched_answers_each_text_with_its_own_row_and_embeds_it_once(on_worker: bool) -> None:
+    """Rows embedded ahead (on a worker or not) are the embedder's own; a text not embedded ahead is embedded when
+    asked for, a text embedded ahead is not embedded again, and a dropped one is embedded again when asked for."""
+    e = HashEmbedder(64)
+    counting = Counting(e)
+    pre = embed.Prefetched(counting)
+    assert (pre.id, pre.dim) == (e.id, e.dim)
+    with ThreadPoolExecutor(1) as worker:
+        first = pre.ahead(TEXTS[:3] + TEXTS[:1], worker if on_worker else None)
+        assert first == TEXTS[:3]  # once each
+        assert pre.ahead(TEXTS[1:4], worker if on_worker else None) == TEXTS[3:4]  # held or on their way: not again
+        asked = [TEXTS[2], TEXTS[5], TEXTS[0], TEXTS[5], TEXTS[3]]
+        got = pre.embed(asked)
+    np.testing.assert_array_equal(got, e.embed(asked))
+    assert sorted(counting.asked) == sorted(TEXTS[:4] + TEXTS[5:6])  # the new text once, nothing twice
+    pre.drop(first)
+    np.testing.assert_array_equal(pre.embed([TEXTS[0]]), e.embed([TEXTS[0]]))
+    assert counting.asked.count(TEXTS[0]) == 2
+
+
+def test_an_error_of_a_call_made_ahead_is_raised_where_its_rows_are_asked_for() -> None:
+    pre = embed.Prefetched(Counting(HashEmbedder(64), fail="!!! ???"))
+    with ThreadPoolExecutor(1) as worker:
+        pre.ahead(["a cat", "!!! ???"], worker)
+        np.testing.assert_array_equal(pre.embed(["a dog"]), HashEmbedder(64).embed(["a dog"]))  # another call
+        with pytest.raises(RuntimeError, match="cannot embed"):
+            pre.embed(["a cat"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went to the support group yesterday.",
+        "Wow! Thanks! I went camping by the lake. The kids roasted marshmallows.",
+        "Hey! Cool!",
+        " ".join(f"Sentence number {n} says something new." for n in range(40)),
+        "",
+    ],
+)
+@pytest.mark.parametrize("speaker", ["Caroline", ""])
+def test_text_passages_are_the_passages_of_an_item_of_that_text(text: str, speaker: str) -> None:
+    """What ingestion embeds ahead for a record is what the item it becomes is embedded by."""
+    assert embed.text_passages(text, speaker) == embed.passages(turn(text, speaker, tags=("kind:message",)))

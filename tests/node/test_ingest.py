@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from gaml.node.core.embed import HashEmbedder, Prefetched
+from gaml.node.core.memory import ingest as ingest_mod
 from gaml.node.core.memory.ingest import (
     DEFAULT_SHARES,
     KINDS,
@@ -1022,3 +1024,50 @@ def test_same_sources_give_same_items_on_two_nodes() -> None:
     assert one.keys() == two.keys() and len(one) == report_one.items + report_one.facts
     assert one == two
     assert report_one.to_json() == report_two.to_json()
+
+
+@pytest.mark.parametrize("window", [1, 3])
+def test_windows_embedded_ahead_store_what_one_source_at_a_time_stores(
+    window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingestion prepares sources in windows and embeds their items' passages ahead, on a worker: the assets, their
+    vectors and the report are those of a window holding every source, whatever the window's size."""
+    sessions = [
+        [("Caroline", "Wow! I went camping by the lake. The kids roasted marshmallows."), ("Melanie", "thanks!")],
+        [("Caroline", "My favorite color is blue."), ("Melanie", "I moved to Lisbon last year. It rains a lot.")],
+        [("Caroline", "My favorite color is green now."), ("Melanie", "Hey! The api_key=sk-live-0123456789abcdef.")],
+    ]
+    sources = [transcript(agent_session("A short conclusion. The login test passes now.")), *locomo(sessions)]
+
+    def run(records: int) -> tuple[dict[str, Any], dict[str, list[float]], Report]:
+        monkeypatch.setattr(ingest_mod, "EMBED_AHEAD", records)
+        node = memory_world().open_node()
+        report = ingestor(node).ingest(sources, ALICE, NOW)
+        assets = {a.id: a.to_dict() for a in all_assets(node)}
+        vectors = {}
+        for part in node.store.partitions():
+            pid = part.pid
+            ids = sorted(node.store.views(pid).views)
+            vectors.update({i: v.tolist() for i, v in node.store.vectors_of(pid, ids).items()})
+        return assets, vectors, report
+
+    assets, vectors, report = run(window)
+    whole_assets, whole_vectors, whole_report = run(10**6)
+    volatile = ("signature", "source_node", "encryption_key_ref")
+    assert {i: {k: v for k, v in a.items() if k not in volatile} for i, a in assets.items()} == {
+        i: {k: v for k, v in a.items() if k not in volatile} for i, a in whole_assets.items()
+    }
+    assert vectors == whole_vectors and len(vectors) == report.items + report.facts
+    assert report.to_json() == whole_report.to_json()
+    assert not any("sk-live" in str(a) for a in assets.values())
+
+
+def test_a_write_refuses_an_embedder_other_than_the_nodes() -> None:
+    """Node.put embeds with what it is given only when that is the node's embedder (same id and dimension)."""
+    node = memory_world().open_node()
+    other = HashEmbedder(node.embedder.dim * 2)
+    draft = {"asset_type": "fact", "payload": {"text": "The staging DB runs on port 6543"}, "owner_id": "alice"}
+    with pytest.raises(ValueError, match="embeds with"):
+        node.put([draft], NOW, embedder=other)
+    assert all_assets(node) == []
+    assert node.put([draft], NOW, embedder=Prefetched(node.embedder))

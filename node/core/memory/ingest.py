@@ -40,12 +40,14 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 import numpy as np
 
+from gaml.node.core.embed import Embedder, Prefetched, text_passages
 from gaml.node.core.node import Node
 from gaml.node.core.text import envelope, extract, when
 from gaml.node.core.text.privacy import Rules, masked
@@ -130,6 +132,10 @@ TITLE_CHARS_MAX: Final = 1000  # a source's title is on every item and in the go
 FACT_SALT: Final = "#fact"
 WATERMARK: Final = "src"  # meta kind of the per-source watermarks
 WATERMARK_FORMAT: Final = 1
+# Ingestion prepares sources in windows of at least this many records, and embeds their items' passages (at most
+# AHEAD_TEXTS of them) in one call before it writes the first (Prefetched); the rest are embedded as they are written.
+EMBED_AHEAD: Final = 1024
+AHEAD_TEXTS: Final = 8192
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,6 +227,39 @@ class _Planned:
     chars: int = 0  # the text's length before it was bounded to what an item can hold (0: it was not)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A source as :meth:`Ingestor._prepare` read it: retitled (its title masked and bounded; ``title_chars``: the
+    masked title's length before), its texts without envelopes, its watermark, the position its ingest starts from
+    (``rewritten``: the watermark's digest no longer matches), and the plan of its records."""
+
+    source: Source
+    title_chars: int
+    texts: list[str]
+    wm: dict[str, Any] | None
+    start: int
+    rewritten: bool
+    planned: list[_Planned]
+    gates: list[Gate]
+
+    @property
+    def new(self) -> list[_Planned]:
+        """The planned records not ingested before."""
+        return [p for p in self.planned if p.record.position >= self.start]
+
+
+def _windows(sources: Sequence[Source], records: int) -> Iterator[Sequence[Source]]:
+    """``sources`` in runs of consecutive ones, each closed once it holds at least ``records`` records."""
+    at, held = 0, 0
+    for n, source in enumerate(sources):
+        held += len(source.records)
+        if held >= records:
+            yield sources[at : n + 1]
+            at, held = n + 1, 0
+    if at < len(sources):
+        yield sources[at:]
+
+
 def _encoded(value: Any) -> int:
     """Bytes of a JSON value's canonical encoding."""
     return len(canonical_encode(value))
@@ -282,8 +321,18 @@ class Ingestor:
         """
         self.check([(sources, opts)])
         report = Report()
-        for source in sources:
-            self._ingest_source(source, opts, now, report, progress)
+        embedder = Prefetched(self.node.embedder)
+        # A window's passages are embedded on a worker while the window before is written (Prefetched).
+        with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
+            ahead: list[tuple[list[_Prepared], list[str]]] = []
+            for window in _windows(sources, EMBED_AHEAD):
+                ready = [self._prepare(source, opts) for source in window]
+                texts = (t for r in ready for p in r.new for t in text_passages(p.text, p.record.speaker))
+                ahead.append((ready, embedder.ahead(list(itertools.islice(texts, AHEAD_TEXTS)), worker)))
+                if len(ahead) > 1:
+                    self._ingest_window(*ahead.pop(0), opts, now, report, progress, embedder)
+            for held in ahead:
+                self._ingest_window(*held, opts, now, report, progress, embedder)
         return report
 
     def check(self, batches: Sequence[tuple[Sequence[Source], IngestOptions]]) -> None:
@@ -300,26 +349,31 @@ class Ingestor:
                 if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != owned:
                     raise InvalidInput(f"source {source.source_id!r} was ingested for another owner or tenant")
 
-    def _ingest_source(
+    def _ingest_window(
         self,
-        source: Source,
+        ready: Sequence[_Prepared],
+        texts: Sequence[str],
         opts: IngestOptions,
         now: int,
         report: Report,
         progress: Callable[[int], None] | None,
+        embedder: Prefetched,
     ) -> None:
-        report.sources += 1
-        report.records += len(source.records)
+        for r in ready:
+            self._ingest_source(r, opts, now, report, progress, embedder)
+        embedder.drop(texts)
+
+    def _prepare(self, source: Source, opts: IngestOptions) -> _Prepared:
+        """What a source's ingest reads before it writes: its title masked, its texts, its watermark and its plan.
+        Nothing here reads what another source's ingest writes, so the sources of a window are prepared together
+        (and their items' passages embedded in one call) before the first of them is written."""
         # A title (a chat's, a file name) is stamped on every item and goal label: it is classified like the text.
         title = masked(source.title, self.rules.classify(source.title))
         source = dataclasses.replace(source, title=extract.head_tail(title, TITLE_CHARS_MAX))
-        if len(source.title) < len(title):
-            report.clipped.append(
-                {"source": source.source_id, "field": "title", "chars": len(title), "kept": len(source.title)}
-            )
         texts = _strip_envelopes(source.records)
         wm = self.watermark(source.source_id)
         start = 0
+        rewritten = False
         if wm is not None and wm.get("format_version") == WATERMARK_FORMAT:
             seen = int(wm["records"])
             if seen <= len(source.records) and _digest((r.position, r.text) for r in source.records[:seen]) == wm.get(
@@ -327,14 +381,34 @@ class Ingestor:
             ):
                 start = seen
             else:
-                report.rewritten.append(source.source_id)
+                rewritten = True
+        planned, gates = self._plan(source, texts, opts, frozenset((wm or {}).get("forgotten", [])))
+        return _Prepared(source, len(title), texts, wm, start, rewritten, planned, gates)
+
+    def _ingest_source(
+        self,
+        ready: _Prepared,
+        opts: IngestOptions,
+        now: int,
+        report: Report,
+        progress: Callable[[int], None] | None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        source, texts, wm, start, planned = ready.source, ready.texts, ready.wm, ready.start, ready.planned
+        report.sources += 1
+        report.records += len(source.records)
+        if len(source.title) < ready.title_chars:
+            report.clipped.append(
+                {"source": source.source_id, "field": "title", "chars": ready.title_chars, "kept": len(source.title)}
+            )
+        if ready.rewritten:
+            report.rewritten.append(source.source_id)
         report.skipped += start
         report.envelopes += sum(
             1 for r, t in zip(source.records, texts, strict=True) if r.position >= start and t != r.text
         )
-        planned, gates = self._plan(source, texts, opts, frozenset((wm or {}).get("forgotten", [])))
-        new = [p for p in planned if p.record.position >= start]
-        gates = [g for g in gates if g.position >= start]
+        new = ready.new
+        gates = [g for g in ready.gates if g.position >= start]
         # An id that was forgotten stays forgotten: re-ingesting its source does not bring it back. A stored item
         # keeps its type: a changed record is an edit of it, whatever kind it reads as now.
         kept: list[_Planned] = []
@@ -420,7 +494,7 @@ class Ingestor:
         for i, batch in enumerate(batches):
             last = i == len(batches) - 1
             before = self.store.seq
-            self.node.put(batch, now, meta={name: json.dumps(mark).encode()} if last else None)
+            self.node.put(batch, now, meta={name: json.dumps(mark).encode()} if last else None, embedder=embedder)
             report.written += self.store.seq - before
             if progress:  # records, not writes: the items come first in ``writes``, then facts and edits
                 done = max(0, min(len(batch), len(items) - i * opts.batch))
