@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.memory import ladder as ladder_mod
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import CURATION, RUNG_TAG, CurationReport, Ladder
 from gaml.node.core.memory.tiers import DEPTH, US_PER_DAY, TierPolicy, is_critical, retired, tier_of, visit
@@ -844,3 +845,41 @@ def test_a_rung_too_large_for_the_payload_limit_is_clipped_not_a_failed_curation
     assert source not in lad.pending()
     rungs = [a for a in live_assets(node.store) if RUNG_TAG in a.tags]
     assert rungs and all(a.payload_size() <= limit for a in rungs)
+
+
+@pytest.mark.parametrize("window", [1, 8])
+def test_windows_compiled_ahead_store_the_rungs_one_source_at_a_time_stores(
+    window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Curation compiles sources in windows and embeds their rungs' passages ahead, on a worker: the rungs, their
+    vectors, the curation states and the report are those of one window of every source, whatever its size; progress
+    counts each source once."""
+    release = [
+        ("user", "Please write the release notes for version 2.", NOW),
+        ("assistant", "The release notes are written. They list the new export and the fixed login.", NOW + MIN_US),
+    ]
+
+    def run(items: int) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, Any], list[int]]:
+        monkeypatch.setattr(ladder_mod, "EMBED_AHEAD", items)
+        lay = layers(memory_world())
+        sids = ingest(lay, transcript("s1", db_turns()), "s1.jsonl")
+        sids += ingest(lay, transcript("s2", release), "s2.jsonl")
+        done: list[int] = []
+        report = lay.lad.curate(NOW + HOUR_US, progress=done.append)
+        rungs = {a.id: a.to_dict() for a in live_assets(lay.store) if RUNG_TAG in a.tags}
+        vectors = {}
+        for part in lay.store.partitions():
+            found = lay.store.vectors_of(part.pid, sorted(rungs))
+            vectors.update({i: v.tolist() for i, v in found.items()})
+        states = {sid: curation_state(lay.store, sid) for sid in sids}
+        return rungs, vectors, {"report": dataclasses.asdict(report), "states": states}, done
+
+    rungs, vectors, states, done = run(window)
+    whole = run(10**6)
+    volatile = ("signature", "source_node", "encryption_key_ref")
+    assert rungs and {i: {k: v for k, v in a.items() if k not in volatile} for i, a in rungs.items()} == {
+        i: {k: v for k, v in a.items() if k not in volatile} for i, a in whole[0].items()
+    }
+    assert vectors == whole[1] and vectors.keys() == rungs.keys()
+    assert states == whole[2]
+    assert done == whole[3] == [1, 1]

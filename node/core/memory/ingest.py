@@ -324,14 +324,15 @@ class Ingestor:
         embedder = Prefetched(self.node.embedder)
         # A window's passages are embedded on a worker while the window before is written (Prefetched).
         with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
-            ahead: list[tuple[list[_Prepared], list[str]]] = []
+            held: tuple[list[_Prepared], list[str]] | None = None
             for window in _windows(sources, EMBED_AHEAD):
                 ready = [self._prepare(source, opts) for source in window]
                 texts = (t for r in ready for p in r.new for t in text_passages(p.text, p.record.speaker))
-                ahead.append((ready, embedder.ahead(list(itertools.islice(texts, AHEAD_TEXTS)), worker)))
-                if len(ahead) > 1:
-                    self._ingest_window(*ahead.pop(0), opts, now, report, progress, embedder)
-            for held in ahead:
+                ahead = embedder.ahead(list(itertools.islice(texts, AHEAD_TEXTS)), worker)
+                if held is not None:
+                    self._ingest_window(*held, opts, now, report, progress, embedder)
+                held = (ready, ahead)
+            if held is not None:
                 self._ingest_window(*held, opts, now, report, progress, embedder)
         return report
 

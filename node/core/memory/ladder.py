@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
+from gaml.node.core.embed import Embedder, Prefetched, passages
 from gaml.node.core.memory import curate as curation
-from gaml.node.core.memory.ingest import WATERMARK, Ingestor
+from gaml.node.core.memory.ingest import EMBED_AHEAD, WATERMARK, Ingestor
 from gaml.node.core.memory.tiers import TierPolicy, is_critical, retired, tier_at, tier_of, visit
 from gaml.node.core.node import Node
 from gaml.node.core.store.store import Records
@@ -42,6 +44,18 @@ ERASURE: Final = "erase"  # meta kind: audit receipts of erasures
 ERASING: Final = "erasing"  # meta kind: erasures begun and not finished (what they will touch)
 RUNG_TAG: Final = "rung"
 CURATED_KINDS: Final = frozenset(curation.KINDS)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Compiled:
+    """A source's rungs as :meth:`Ladder._compile` made them: its items, its curation state, the rung assets by key,
+    and how many of them were clipped to fit."""
+
+    source_id: str
+    items: list[Asset]
+    state: dict[str, Any]
+    assets: dict[str, Asset]
+    clipped: int
 
 
 @dataclasses.dataclass
@@ -122,10 +136,18 @@ class Ladder:
         crash interrupted (so no rung is compiled from an item being forgotten)."""
         self.resume()
         report = CurationReport()
-        for source_id in list(self.pending() if sources is None else sources):
-            self._curate_source(source_id, now, report)
-            if progress:
-                progress(1)
+        embedder = Prefetched(self.node.embedder)
+        # The rungs of a window of sources are compiled, and their passages embedded on a worker while the window
+        # before is written (as ingestion does: Prefetched).
+        with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
+            held: tuple[list[_Compiled], list[str]] | None = None
+            for window in self._windows(list(self.pending() if sources is None else sources)):
+                texts = embedder.ahead([t for c in window for a in c.assets.values() for t in passages(a)], worker)
+                if held is not None:
+                    self._commit_window(*held, now, report, progress, embedder)
+                held = (window, texts)
+            if held is not None:
+                self._commit_window(*held, now, report, progress, embedder)
         return report
 
     def _items(self, source_id: str) -> list[Asset]:
@@ -135,7 +157,38 @@ class Ladder:
         ids = [item_id(source_id, pos) for pos in wm.get("items", [])]
         return [a for a in self.store.get_many(ids) if a is not None and a.level is Level.L0]
 
+    def _windows(self, source_ids: Sequence[str]) -> Iterator[list[_Compiled]]:
+        """The sources compiled, in runs holding at least :data:`EMBED_AHEAD` items (the last one, what is left)."""
+        window: list[_Compiled] = []
+        for source_id in source_ids:
+            window.append(self._compile(source_id))
+            if sum(len(c.items) for c in window) >= EMBED_AHEAD:
+                yield window
+                window = []
+        if window:
+            yield window
+
+    def _commit_window(
+        self,
+        window: Sequence[_Compiled],
+        texts: Sequence[str],
+        now: int,
+        report: CurationReport,
+        progress: Callable[[int], None] | None,
+        embedder: Prefetched,
+    ) -> None:
+        for c in window:
+            self._commit(c, now, report, embedder)
+            if progress:
+                progress(1)
+        embedder.drop(texts)
+
     def _curate_source(self, source_id: str, now: int, report: CurationReport) -> None:
+        self._commit(self._compile(source_id), now, report)
+
+    def _compile(self, source_id: str) -> _Compiled:
+        """A source's rungs as assets, compiled from its live items; nothing written (:meth:`_commit` writes them).
+        What it reads, no other source's curation writes."""
         items = self._items(source_id)
         state = self._state(source_id)
         frozen: dict[str, str] = state["frozen"]
@@ -149,12 +202,20 @@ class Ladder:
         rungs = curation.curate_source([_as_item(a) for a in live], self.curator, max_items=self.max_arc_items)
         by_id = {a.id: a for a in live}
         assets: dict[str, Asset] = {}
+        clipped = 0
         for rung in rungs:
             asset = self._rung_asset(source_id, rung, [by_id[i] for i in rung.sources])
             if asset is not None:
                 asset, cuts = self.ingestor.fit(asset)  # a rung too large to store must not fail its source
-                report.clipped += bool(cuts)
+                clipped += bool(cuts)
                 assets[rung.key] = asset
+        return _Compiled(source_id, items, state, assets, clipped)
+
+    def _commit(self, c: _Compiled, now: int, report: CurationReport, embedder: Embedder | None = None) -> None:
+        """Write a source's compiled rungs (embedded by ``embedder`` when given), retire those it no longer has, and
+        record its curation state."""
+        source_id, items, state, assets = c.source_id, c.items, c.state, c.assets
+        frozen: dict[str, str] = state["frozen"]
         old: dict[str, str] = state["rungs"]
         new = {key: a.id for key, a in assets.items()}
         # Intent first: the union of old and new rungs, so that a crash leaves no rung the next run cannot find.
@@ -164,7 +225,7 @@ class Ladder:
         batch = list(assets.values())
         before = self.store.seq
         for i in range(0, len(batch), 256):
-            self.node.put(batch[i : i + 256], now)
+            self.node.put(batch[i : i + 256], now, embedder=embedder)
         report.written += self.store.seq - before
         stale = set(intent.values()) - set(new.values())
         for rid in sorted(stale):
@@ -177,6 +238,7 @@ class Ladder:
         report.items += len(items)
         report.rungs += len(new)
         report.frozen += len(frozen)
+        report.clipped += c.clipped
 
     def _tombstone(self, id_: str, now: int) -> bool:
         try:
