@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Final, Protocol
 
@@ -82,21 +83,20 @@ def passages(asset: Asset) -> list[str]:
     all of them when none does), after the speaker like the text itself (``"Caroline: …"``), then its plain tags as one
     passage. More than :data:`MAX_PASSAGES` sentences are joined into that many runs of consecutive sentences."""
     text = asset.payload.get("text")
-    said = extract.sentences(text) if isinstance(text, str) else []
-    if len(said) < 2:
+    if not isinstance(text, str):
         return [asset.embed_text()]
     speaker = asset.payload.get("speaker")
-    tags = " ".join(t for t in asset.tags if ":" not in t)
-    return _sentences(said, speaker if isinstance(speaker, str) else "") + ([tags] if tags else [])
+    return text_passages(text, speaker if isinstance(speaker, str) else "", asset.tags)
 
 
-def text_passages(text: str, speaker: str = "") -> list[str]:
-    """The passages of an asset whose payload is ``text`` said by ``speaker`` and that has no plain tag (an ingested
-    item): what :func:`passages` will give for it, known before the asset is made (:class:`Prefetched`)."""
+def text_passages(text: str, speaker: str = "", tags: Iterable[str] = ()) -> list[str]:
+    """The passages (:func:`passages`) of an asset whose payload's text is ``text``, said by ``speaker``, with
+    ``tags``: known before the asset is made, so that ingestion can embed them ahead (:class:`Prefetched`)."""
+    plain = " ".join(t for t in tags if ":" not in t)
     said = extract.sentences(text)
-    if len(said) < 2:
-        return [f"{speaker}: {text}" if speaker else text]
-    return _sentences(said, speaker)
+    if len(said) < 2:  # Asset.embed_text
+        return [" ".join(p for p in (f"{speaker}: {text}" if speaker else text, plain) if p)]
+    return _sentences(said, speaker) + ([plain] if plain else [])
 
 
 def _sentences(said: list[str], speaker: str) -> list[str]:
@@ -130,20 +130,24 @@ class Prefetched:
         self._rows: dict[str, np.ndarray] = {}
         self._pending: dict[str, Future[np.ndarray]] = {}  # text -> the call embedding it (on a worker)
         self._calls: dict[Future[np.ndarray], list[str]] = {}
+        self._claims: Counter[str] = Counter()  # text -> the ahead calls that asked for it and have not dropped it
 
     def ahead(self, texts: Sequence[str], worker: Executor | None = None) -> list[str]:
-        """Embed ``texts`` (those neither held nor on their way) in one call, on ``worker`` when given, else now; the
-        texts that call embeds (for :meth:`drop`)."""
-        todo = list(dict.fromkeys(t for t in texts if t not in self._rows and t not in self._pending))
+        """Embed ``texts`` (those neither held nor on their way) in one call, on ``worker`` when given, else now, and
+        hold their rows until :meth:`drop` is given the list returned (``texts`` once each) by every call that asked
+        for them."""
+        claimed = list(dict.fromkeys(texts))
+        todo = [t for t in claimed if t not in self._rows and t not in self._pending]
+        self._claims.update(claimed)
         if not todo:
-            return []
+            return claimed
         if worker is None:
             self._rows.update(zip(todo, self.embedder.embed(todo), strict=True))
-            return todo
+            return claimed
         call = worker.submit(self.embedder.embed, todo)
         self._calls[call] = todo
         self._pending.update(dict.fromkeys(todo, call))
-        return todo
+        return claimed
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         for call in {self._pending[t] for t in texts if t in self._pending}:
@@ -163,11 +167,15 @@ class Prefetched:
         self._rows.update(zip(todo, call.result(), strict=True))
 
     def drop(self, texts: Sequence[str]) -> None:
-        """Forget the rows of ``texts`` (waiting for the calls that embed them)."""
+        """Release what an :meth:`ahead` call returned: the rows no other call still asks for are forgotten (once
+        the calls embedding them are done)."""
         for call in {self._pending[t] for t in texts if t in self._pending}:
             self._settle(call)
         for t in texts:
-            self._rows.pop(t, None)
+            self._claims[t] -= 1
+            if self._claims[t] <= 0:
+                del self._claims[t]
+                self._rows.pop(t, None)
 
 
 def embed_assets(embedder: Embedder, assets: Sequence[Asset]) -> list[np.ndarray]:

@@ -14,6 +14,7 @@ import pytest
 
 from gaml.node.core import embed
 from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.text import extract
 from gaml.policy.model import Asset, AssetType
 
 TEXTS = [
@@ -135,7 +136,8 @@ class Counting:
 @pytest.mark.parametrize("on_worker", [False, True])
 def test_prefetched_answers_each_text_with_its_own_row_and_embeds_it_once(on_worker: bool) -> None:
     """Rows embedded ahead (on a worker or not) are the embedder's own; a text not embedded ahead is embedded when
-    asked for, a text embedded ahead is not embedded again, and a dropped one is embedded again when asked for."""
+    asked for, a text embedded ahead is not embedded again, and one that every call asking for it dropped is embedded
+    again when asked for (one still asked for by another call is held)."""
     e = HashEmbedder(64)
     counting = Counting(e)
     pre = embed.Prefetched(counting)
@@ -143,14 +145,18 @@ def test_prefetched_answers_each_text_with_its_own_row_and_embeds_it_once(on_wor
     with ThreadPoolExecutor(1) as worker:
         first = pre.ahead(TEXTS[:3] + TEXTS[:1], worker if on_worker else None)
         assert first == TEXTS[:3]  # once each
-        assert pre.ahead(TEXTS[1:4], worker if on_worker else None) == TEXTS[3:4]  # held or on their way: not again
+        second = pre.ahead(TEXTS[1:4], worker if on_worker else None)
+        assert second == TEXTS[1:4]
         asked = [TEXTS[2], TEXTS[5], TEXTS[0], TEXTS[5], TEXTS[3]]
         got = pre.embed(asked)
     np.testing.assert_array_equal(got, e.embed(asked))
     assert sorted(counting.asked) == sorted(TEXTS[:4] + TEXTS[5:6])  # the new text once, nothing twice
     pre.drop(first)
-    np.testing.assert_array_equal(pre.embed([TEXTS[0]]), e.embed([TEXTS[0]]))
-    assert counting.asked.count(TEXTS[0]) == 2
+    np.testing.assert_array_equal(pre.embed(TEXTS[:2]), e.embed(TEXTS[:2]))
+    assert (counting.asked.count(TEXTS[0]), counting.asked.count(TEXTS[1])) == (2, 1)  # the second call holds TEXTS[1]
+    pre.drop(second)
+    pre.embed(TEXTS[1:2])
+    assert counting.asked.count(TEXTS[1]) == 2
 
 
 def test_an_error_of_a_call_made_ahead_is_raised_where_its_rows_are_asked_for() -> None:
@@ -173,6 +179,10 @@ def test_an_error_of_a_call_made_ahead_is_raised_where_its_rows_are_asked_for() 
     ],
 )
 @pytest.mark.parametrize("speaker", ["Caroline", ""])
-def test_text_passages_are_the_passages_of_an_item_of_that_text(text: str, speaker: str) -> None:
-    """What ingestion embeds ahead for a record is what the item it becomes is embedded by."""
-    assert embed.text_passages(text, speaker) == embed.passages(turn(text, speaker, tags=("kind:message",)))
+@pytest.mark.parametrize("tags", [(), ("kind:message",), ("fact", "slot:caroline/color")])
+def test_text_passages_are_the_passages_of_an_asset_of_that_text(text: str, speaker: str, tags: tuple[str, ...]) -> None:
+    """What ingestion embeds ahead for a record is what the item (or fact) it becomes is embedded by."""
+    asset = turn(text, speaker, tags=tags)
+    assert embed.text_passages(text, speaker, tags) == embed.passages(asset)
+    if len(extract.sentences(text)) < 2:
+        assert embed.passages(asset) == [asset.embed_text()]

@@ -130,6 +130,7 @@ AGENT_FORMATS: Final = frozenset({"transcript", "chat"})
 FIT_MARGIN_CHARS: Final = 16  # room for the ellipsis when a text is clipped to fit the payload limit
 TITLE_CHARS_MAX: Final = 1000  # a source's title is on every item and in the goal labels: kept head and tail past this
 FACT_SALT: Final = "#fact"
+FACT_TAG: Final = "fact"  # a slot fact's plain tag (beside its slot's)
 WATERMARK: Final = "src"  # meta kind of the per-source watermarks
 WATERMARK_FORMAT: Final = 1
 # Ingestion prepares sources in windows of at least this many records, and embeds their items' passages (at most
@@ -248,6 +249,14 @@ class _Prepared:
         return [p for p in self.planned if p.record.position >= self.start]
 
 
+def _passages(p: _Planned) -> Iterator[str]:
+    """What will be embedded for a planned record: its item's passages, then its facts' (as :meth:`Ingestor._facts`
+    will make them; a gate it will get makes it yield none, and those are only not used)."""
+    yield from text_passages(p.text, p.record.speaker, p.tags)
+    for f in extract.facts(p.text, p.record.speaker):
+        yield from text_passages(f.text, "", (FACT_TAG,))
+
+
 def _windows(sources: Sequence[Source], records: int) -> Iterator[Sequence[Source]]:
     """``sources`` in runs of consecutive ones, each closed once it holds at least ``records`` records."""
     at, held = 0, 0
@@ -327,7 +336,7 @@ class Ingestor:
             held: tuple[list[_Prepared], list[str]] | None = None
             for window in _windows(sources, EMBED_AHEAD):
                 ready = [self._prepare(source, opts) for source in window]
-                texts = (t for r in ready for p in r.new for t in text_passages(p.text, p.record.speaker))
+                texts = (t for r in ready for p in r.new for t in _passages(p))
                 ahead = embedder.ahead(list(itertools.islice(texts, AHEAD_TEXTS)), worker)
                 if held is not None:
                     self._ingest_window(*held, opts, now, report, progress, embedder)
@@ -800,7 +809,7 @@ class Ingestor:
                 segment=item.segment,
                 source=item.source,
                 entities=tuple({f.entity, *item.entities} - {""}),
-                tags=("fact", slot),
+                tags=(FACT_TAG, slot),
                 valid_from=item.created_at,
                 supersedes=supersedes,
                 contradicts=contradicts,
