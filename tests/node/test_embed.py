@@ -180,7 +180,9 @@ def test_an_error_of_a_call_made_ahead_is_raised_where_its_rows_are_asked_for() 
 )
 @pytest.mark.parametrize("speaker", ["Caroline", ""])
 @pytest.mark.parametrize("tags", [(), ("kind:message",), ("fact", "slot:caroline/color")])
-def test_text_passages_are_the_passages_of_an_asset_of_that_text(text: str, speaker: str, tags: tuple[str, ...]) -> None:
+def test_text_passages_are_the_passages_of_an_asset_of_that_text(
+    text: str, speaker: str, tags: tuple[str, ...]
+) -> None:
     """What ingestion embeds ahead for a record is what the item (or fact) it becomes is embedded by."""
     asset = turn(text, speaker, tags=tags)
     assert embed.text_passages(text, speaker, tags) == embed.passages(asset)
