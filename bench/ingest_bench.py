@@ -22,7 +22,8 @@ rules, ``Ladder`` with the ``ExtractiveCurator`` and the default ``TierPolicy``)
    ``Node.prepare``, tombstone and watermark reads, write evaluation without its embedding, principal registration);
 3. curation: ``Ladder.curate`` of every pending source (items/s over the L0 items curated), split into compiling
    the rungs (``node.curate.curate_source``, shimmed in its module for the run; of which the curator's
-   ``summarize``), embed, commit and other (reading the items, building the rung assets, the curation state);
+   ``summarize``), embed (ahead, on the worker, and the wait for it, as for ingestion), commit and other (reading
+   the items, building the rung assets, the curation state);
 4. checkpoint: ``Store.checkpoint`` (index catch-up of the pending vectors + sealed snapshots), as ``gaml`` does when
    it closes the node.
 
@@ -566,7 +567,12 @@ def render(R: dict[str, Any]) -> str:
         row("curation total", lambda e: f"{e['curate_s']:.2f} s"),
         row("· compile rungs (`curate_source`)", stage("curate_stages", "compile", "curate_s")),
         row("·· of which the curator (`summarize`)", stage("curate_stages", "curator", "curate_s")),
-        row("· embed", stage("curate_stages", "embed", "curate_s")),
+        row(
+            "· embed ahead, on a worker beside the rest (not in the sum)",
+            stage("curate_stages", "embed_ahead", "curate_s"),
+        ),
+        row("· waiting for the worker", stage("curate_stages", "wait", "curate_s")),
+        row("· embed on the write path", stage("curate_stages", "embed", "curate_s")),
         row("· commit", stage("curate_stages", "commit", "curate_s")),
         row("· other (item reads, rung assets, curation state)", stage("curate_stages", "other", "curate_s")),
         row("checkpoint (index catch-up + snapshots)", lambda e: f"{e['checkpoint_s']:.2f} s"),

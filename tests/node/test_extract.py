@@ -338,6 +338,9 @@ def test_is_noise_greetings_empty_and_boilerplate() -> None:
         "I'll take a look.",
         "Sure, here is the fix.",
         "Continuing from where we left off",
+        "Let me start by reading the file.",
+        "I'll get started.",
+        "I'll work on it now.",
     ):
         assert is_noise(filler) == "boilerplate", filler
 
@@ -352,6 +355,11 @@ def test_is_noise_greetings_empty_and_boilerplate() -> None:
         "ok, fix the bug",
         "Done",
         "Let me check the logs and the CI config for the failure in test_app and report back with details.",
+        "I'll start a painting class next month.",
+        "I'll start my new job at Google tomorrow.",
+        "I'll start learning the guitar.",
+        "I'm going to work on my novel this weekend.",
+        "Let me check the flights for May 12.",
     ],
 )
 def test_is_noise_keeps_content(text: str) -> None:

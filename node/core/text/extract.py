@@ -845,12 +845,21 @@ _BOILERPLATE_RE: Final = re.compile(
     r"^(?:(?:sure|ok|okay|alright|great|got it|certainly|of course)[,!.]?\s*)?"
     r"(?:(?:let me|i'll|i will|i'm going to|i am going to|i'm gonna)\s+(?:quickly\s+|now\s+|first\s+)?"
     r"(?:check|look|take a look|have a look|look into|investigate|see|review|think|dig|examine|verify|explore|"
-    r"read|inspect|start|get started|work on)\b[^\n]{0,40}"
+    r"read|inspect|start (?:by|with)|get started|work on (?:it|this|that))\b[^\n]{0,40}"
     r"|here(?:'s| is| are| you go)\b[^\n]{0,40}"
     r"|continuing(?: from)? where (?:we|i) left off[^\n]{0,20}"
     r"|(?:one|just a) (?:moment|sec|second)[^\n]{0,20}"
     r"|give me a (?:moment|sec|second|minute)[^\n]{0,20}"
     r"|(?:working|on it|let me think)[^\n]{0,20})$",
+    re.IGNORECASE,
+)
+
+
+# A plan is not filler: "I'll start a painting class next month", "Let me check the flights for May 12".
+_WHEN_RE: Final = re.compile(
+    r"\d|\b(?:today|tomorrow|tonight|yesterday|weekend|week|month|year|morning|afternoon|evening|monday|tuesday"
+    r"|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september"
+    r"|october|november|december)s?\b",
     re.IGNORECASE,
 )
 
@@ -893,7 +902,7 @@ def is_noise(text: str) -> str | None:
         names = [t for t in tokens if t.lower() in rest and t[0].isupper()]
         if (acks or greets) and len(rest) <= 1 and len(names) == len(rest) and len(tokens) - len(rest) <= 7:
             return "acknowledgement" if acks else "greeting"
-    if _BOILERPLATE_RE.match(flat):
+    if _BOILERPLATE_RE.match(flat) and not _WHEN_RE.search(flat):
         return "boilerplate"
     return None
 
