@@ -31,8 +31,9 @@ Then, for each segment:
    gains :data:`CONTEXT_SHARE` of the score of the turn before it (an answer often shares no word with the goal; the
    question it answers does), one said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the
    calendar month the goal names (``camping in June``), or whose relative dates ingestion resolved into it (``last
-   month``, said in July), :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers)
-   :data:`ASKING_SHARE` of its score. Content-free items (greetings,
+   month``, said in July), :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers),
+   or an agent's turn that only announces its next step ("I'll start by running the tests": the records of the step
+   follow it), :data:`ASKING_SHARE` of its score. Content-free items (greetings,
    acknowledgements: no word but fillers, stopwords and names) are never seeded, and are shown only when no unit
    with content matched. The best ``seeds`` units are the **focus**; items whose goal annotation matches the
    request's goal join it as goal matches. When no embeddings can be used, lexical ranking stands in; when that
@@ -107,6 +108,14 @@ SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this
 # this share: it states nothing a frame could hold as an answer (on LoCoMo dev, 3 % of such turns are evidence,
 # against 25 % of the turns that state something); the turn after it still gains from it (:data:`CONTEXT_SHARE`).
 ASKING_SHARE: Final = 0.2
+# An agent's turn that only announces its next step ("I'll start by running the test suite.") scores the same share:
+# the records of the step (the call, its output) follow it and say what it did. Only an assistant's: a person's "I'll
+# start a painting class next month" is a plan worth holding.
+_ANNOUNCES_RE: Final = re.compile(
+    r"^(?:(?:ok|okay|sure|alright|understood|great|now|first|next|then|so)[,!.]?\s+)*"
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i'm gonna|we'll)\b",
+    re.IGNORECASE,
+)
 # An item said in the calendar month the goal names ("camping in June"; its day and year too, when named) scores this
 # much more: on LoCoMo dev, 102 of 885 questions name a month, and 101 of their 111 evidence turns were said in it.
 PERIOD_BOOST: Final = 2.5
@@ -917,7 +926,7 @@ class Hydrator:
             who = _speaker(asset) if asset is not None else ""
             if who and _content_words(who) & named:
                 u.score *= SPEAKER_BOOST
-            if asset is not None and _only_asks(display_text(asset)):
+            if asset is not None and (_only_asks(display_text(asset)) or _only_announces(asset)):
                 u.score *= ASKING_SHARE
             if (
                 period is not None
@@ -1428,6 +1437,14 @@ def _only_asks(text: str) -> bool:
     if "?" not in text:
         return False
     return all(s.endswith("?") or extract.content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
+
+
+def _only_announces(asset: Asset) -> bool:
+    """An assistant's turn whose every sentence that says something announces what it will do next."""
+    if asset.payload.get("role") != "assistant":
+        return False
+    said = [s for s in extract.sentences(display_text(asset)) if not extract.says_nothing(s)]
+    return bool(said) and all(_ANNOUNCES_RE.match(s) for s in said)
 
 
 @extract.TextMemo

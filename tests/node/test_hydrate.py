@@ -838,6 +838,41 @@ def test_a_turn_that_only_asks_ranks_below_one_that_states() -> None:
     assert [node.store.get(f["unit"]).payload["speaker"] for f in ranked[:2]] == ["Caroline", "Melanie"]
 
 
+def test_an_agents_turn_that_only_announces_its_next_step_ranks_below_what_it_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An assistant's "I'll start by running the login test to see the failure." scores :data:`ASKING_SHARE` of what
+    it would: what the step found follows it. A person's plan ("I'll start a painting class next month.") and an
+    agent's turn that also states something keep their score."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    turns = [
+        ("user", "Since this morning the login test fails, can you fix it?"),
+        ("assistant", "Sure. I'll start by running the login test to see the failure."),
+        ("assistant", "The login test fails because the SSO key is missing. Let me look at the settings."),
+    ]
+    ing = Ingestor(node, Rules.load_default())
+    ing.ingest(parsers.parse(transcript("s", turns, NOW), "s.jsonl", "transcript"), IngestOptions("alice"), NOW)
+    texts = {a.id: str(a.payload.get("text")) for a in node.store.get_many(node.store.live_ids()) if a is not None}
+    goal = "why does the login test fail?"
+
+    def scores(n: Node, goal: str) -> dict[str, float]:
+        return {texts[f["unit"]]: f["score"] for f in hydrate(n, goal, 400).receipt["facts"] if f["unit"] in texts}
+
+    penalized = scores(node, goal)
+    monkeypatch.setattr("gaml.node.core.hydrate.ASKING_SHARE", 1.0)
+    whole = scores(node, goal)
+    announce, states = turns[1][1], turns[2][1]
+    assert penalized[announce] == pytest.approx(0.2 * whole[announce], rel=1e-3)
+    assert penalized[states] == pytest.approx(whole[states], rel=1e-3) and penalized[states] > penalized[announce]
+    monkeypatch.undo()
+    plan = conversation_node([("Caroline", "I'll start a painting class next month.")])
+    texts = {a.id: str(a.payload.get("text")) for a in plan.store.get_many(plan.store.live_ids()) if a is not None}
+    before = scores(plan, "painting class")
+    monkeypatch.setattr("gaml.node.core.hydrate.ASKING_SHARE", 1.0)
+    assert before == scores(plan, "painting class") and before
+
+
 def test_an_answer_that_shares_no_word_with_the_goal_is_found_by_its_question(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
