@@ -18,9 +18,9 @@ import hashlib
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from concurrent.futures import Executor, Future
-from typing import Final, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Final, Protocol, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from gaml.policy.model import Asset
 _WORD: Final = re.compile(r"[\w']+", re.UNICODE)
 GRAMS_MAX: Final = 1 << 16  # the words and word pairs whose bucket a HashEmbedder remembers
 MAX_PASSAGES: Final = 16  # an asset's text is embedded as at most this many passages
+W = TypeVar("W")
 
 
 class Embedder(Protocol):
@@ -176,6 +177,30 @@ class Prefetched:
             if self._claims[t] <= 0:
                 del self._claims[t]
                 self._rows.pop(t, None)
+
+
+def embedded_ahead(
+    embedder: Embedder,
+    windows: Iterable[W],
+    texts: Callable[[W], Iterable[str]],
+    write: Callable[[W, Prefetched], None],
+    most: int | None = None,
+) -> None:
+    """``write`` each of ``windows`` in turn with an embedder that holds its ``texts`` (at most ``most`` of them),
+    embedded on a worker thread while the window before is written (:class:`Prefetched`): the pipeline of ingestion and
+    curation. A window is made (``windows`` is iterated) only once the one before it is on its way to the worker."""
+    pre = Prefetched(embedder)
+    with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
+        held: tuple[W, list[str]] | None = None
+        for window in windows:
+            claimed = pre.ahead(list(itertools.islice(texts(window), most)), worker)
+            if held is not None:
+                write(held[0], pre)
+                pre.drop(held[1])
+            held = (window, claimed)
+        if held is not None:
+            write(held[0], pre)
+            pre.drop(held[1])
 
 
 def embed_assets(embedder: Embedder, assets: Sequence[Asset]) -> list[np.ndarray]:

@@ -790,20 +790,27 @@ def test_the_focus_pass_leaves_out_only_what_does_not_fit(mem_node: Node, monkey
     assert violations == []
 
 
+def transcript_node(turns: Sequence[tuple[str, str]]) -> Node:
+    """A node in memory holding one agent transcript of ``(role, text)`` turns, ingested as alice's memory."""
+    node = memory_world().open_node()
+    node.governance.add_principal(Principal("alice"))
+    ing = Ingestor(node, Rules.load_default())
+    ing.ingest(parsers.parse(transcript("chat", turns, NOW), "chat.jsonl", "transcript"), IngestOptions("alice"), NOW)
+    return node
+
+
 def test_content_free_turns_are_shown_only_when_nothing_else_matches() -> None:
     """Greetings and acknowledgements ("Wow, cool!") are never seeded nor shown while a turn with content matches the
     goal; when they are all that matches (by words: a dense path finds something near anything), they are what the
     frame holds."""
-    node = memory_world().open_node()
-    node.governance.add_principal(Principal("alice"))
-    turns = [
-        ("user", "Wow, cool! Thanks!"),
-        ("assistant", "The pottery class meets on Tuesdays in the old mill."),
-        ("user", "Cool, awesome!"),
-        ("assistant", "Sure, sounds great!"),
-    ]
-    ing = Ingestor(node, Rules.load_default())
-    ing.ingest(parsers.parse(transcript("chat", turns, NOW), "chat.jsonl", "transcript"), IngestOptions("alice"), NOW)
+    node = transcript_node(
+        [
+            ("user", "Wow, cool! Thanks!"),
+            ("assistant", "The pottery class meets on Tuesdays in the old mill."),
+            ("user", "Cool, awesome!"),
+            ("assistant", "Sure, sounds great!"),
+        ]
+    )
     texts = {a.id: a.text() for a in node.store.get_many(node.store.live_ids()) if a is not None}
     full = hydrate(node, "cool pottery class", 400)
     shown = [texts.get(f["unit"], "") for f in full.receipt["facts"]]
@@ -844,15 +851,12 @@ def test_an_agents_turn_that_only_announces_its_next_step_ranks_below_what_it_di
     """An assistant's "I'll start by running the login test to see the failure." scores :data:`ASKING_SHARE` of what
     it would: what the step found follows it. A person's plan ("I'll start a painting class next month.") and an
     agent's turn that also states something keep their score."""
-    node = memory_world().open_node()
-    node.governance.add_principal(Principal("alice"))
     turns = [
         ("user", "Since this morning the login test fails, can you fix it?"),
         ("assistant", "Sure. I'll start by running the login test to see the failure."),
         ("assistant", "The login test fails because the SSO key is missing. Let me look at the settings."),
     ]
-    ing = Ingestor(node, Rules.load_default())
-    ing.ingest(parsers.parse(transcript("s", turns, NOW), "s.jsonl", "transcript"), IngestOptions("alice"), NOW)
+    node = transcript_node(turns)
     texts = {a.id: str(a.payload.get("text")) for a in node.store.get_many(node.store.live_ids()) if a is not None}
     goal = "why does the login test fail?"
 

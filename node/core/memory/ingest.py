@@ -42,12 +42,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 import numpy as np
 
-from gaml.node.core.embed import Embedder, Prefetched, text_passages
+from gaml.node.core.embed import Embedder, embedded_ahead, text_passages
 from gaml.node.core.node import Node
 from gaml.node.core.text import envelope, extract, when
 from gaml.node.core.text.privacy import Rules, masked
@@ -330,19 +329,19 @@ class Ingestor:
         """
         self.check([(sources, opts)])
         report = Report()
-        embedder = Prefetched(self.node.embedder)
-        # A window's passages are embedded on a worker while the window before is written (Prefetched).
-        with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
-            held: tuple[list[_Prepared], list[str]] | None = None
-            for window in _windows(sources, EMBED_AHEAD):
-                ready = [self._prepare(source, opts) for source in window]
-                texts = (t for r in ready for p in r.new for t in _passages(p))
-                ahead = embedder.ahead(list(itertools.islice(texts, AHEAD_TEXTS)), worker)
-                if held is not None:
-                    self._ingest_window(*held, opts, now, report, progress, embedder)
-                held = (ready, ahead)
-            if held is not None:
-                self._ingest_window(*held, opts, now, report, progress, embedder)
+
+        # A window's passages are embedded on a worker while the window before is written.
+        def write(ready: list[_Prepared], embedder: Embedder) -> None:
+            for r in ready:
+                self._ingest_source(r, opts, now, report, progress, embedder)
+
+        embedded_ahead(
+            self.node.embedder,
+            ([self._prepare(source, opts) for source in w] for w in _windows(sources, EMBED_AHEAD)),
+            lambda ready: (t for r in ready for p in r.new for t in _passages(p)),
+            write,
+            AHEAD_TEXTS,
+        )
         return report
 
     def check(self, batches: Sequence[tuple[Sequence[Source], IngestOptions]]) -> None:
@@ -358,20 +357,6 @@ class Ingestor:
                 wm = self.watermark(source.source_id)
                 if wm is not None and (wm.get("owner", opts.owner), wm.get("tenant", opts.tenant)) != owned:
                     raise InvalidInput(f"source {source.source_id!r} was ingested for another owner or tenant")
-
-    def _ingest_window(
-        self,
-        ready: Sequence[_Prepared],
-        texts: Sequence[str],
-        opts: IngestOptions,
-        now: int,
-        report: Report,
-        progress: Callable[[int], None] | None,
-        embedder: Prefetched,
-    ) -> None:
-        for r in ready:
-            self._ingest_source(r, opts, now, report, progress, embedder)
-        embedder.drop(texts)
 
     def _prepare(self, source: Source, opts: IngestOptions) -> _Prepared:
         """What a source's ingest reads before it writes: its title masked, its texts, its watermark and its plan.

@@ -26,10 +26,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from gaml.node.core.embed import Embedder, Prefetched, passages
+from gaml.node.core.embed import Embedder, embedded_ahead, passages
 from gaml.node.core.memory import curate as curation
 from gaml.node.core.memory.ingest import EMBED_AHEAD, WATERMARK, Ingestor
 from gaml.node.core.memory.tiers import TierPolicy, is_critical, retired, tier_at, tier_of, visit
@@ -136,18 +135,21 @@ class Ladder:
         crash interrupted (so no rung is compiled from an item being forgotten)."""
         self.resume()
         report = CurationReport()
-        embedder = Prefetched(self.node.embedder)
+
         # The rungs of a window of sources are compiled, and their passages embedded on a worker while the window
-        # before is written (as ingestion does: Prefetched).
-        with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
-            held: tuple[list[_Compiled], list[str]] | None = None
-            for window in self._windows(list(self.pending() if sources is None else sources)):
-                texts = embedder.ahead([t for c in window for a in c.assets.values() for t in passages(a)], worker)
-                if held is not None:
-                    self._commit_window(*held, now, report, progress, embedder)
-                held = (window, texts)
-            if held is not None:
-                self._commit_window(*held, now, report, progress, embedder)
+        # before is written (as ingestion does).
+        def write(window: list[_Compiled], embedder: Embedder) -> None:
+            for c in window:
+                self._commit(c, now, report, embedder)
+                if progress:
+                    progress(1)
+
+        embedded_ahead(
+            self.node.embedder,
+            self._windows(list(self.pending() if sources is None else sources)),
+            lambda window: (t for c in window for a in c.assets.values() for t in passages(a)),
+            write,
+        )
         return report
 
     def _items(self, source_id: str) -> list[Asset]:
@@ -167,21 +169,6 @@ class Ladder:
                 window = []
         if window:
             yield window
-
-    def _commit_window(
-        self,
-        window: Sequence[_Compiled],
-        texts: Sequence[str],
-        now: int,
-        report: CurationReport,
-        progress: Callable[[int], None] | None,
-        embedder: Prefetched,
-    ) -> None:
-        for c in window:
-            self._commit(c, now, report, embedder)
-            if progress:
-                progress(1)
-        embedder.drop(texts)
 
     def _curate_source(self, source_id: str, now: int, report: CurationReport) -> None:
         self._commit(self._compile(source_id), now, report)
