@@ -161,17 +161,21 @@ class Prefetched:
             out[n] = found[t] if row is None else row
         return out
 
-    def _settle(self, call: Future[np.ndarray]) -> None:
+    def _settle(self, call: Future[np.ndarray], *, quiet: bool = False) -> None:
+        """Hold the rows of a call made ahead, once it is done; its error is raised, unless ``quiet`` (then its texts
+        are only not held: they are embedded when asked for, and the error raised there)."""
         todo = self._calls.pop(call)
         for t in todo:
             del self._pending[t]
+        if quiet and call.exception() is not None:
+            return
         self._rows.update(zip(todo, call.result(), strict=True))
 
     def drop(self, texts: Sequence[str]) -> None:
         """Release what an :meth:`ahead` call returned: the rows no other call still asks for are forgotten (once
-        the calls embedding them are done)."""
+        the calls embedding them are done; the error of one is not raised here, where no row is asked for)."""
         for call in {self._pending[t] for t in texts if t in self._pending}:
-            self._settle(call)
+            self._settle(call, quiet=True)
         for t in texts:
             self._claims[t] -= 1
             if self._claims[t] <= 0:
@@ -190,9 +194,19 @@ def embedded_ahead(
     embedded on a worker thread while the window before is written (:class:`Prefetched`): the pipeline of ingestion and
     curation. A window is made (``windows`` is iterated) only once the one before it is on its way to the worker."""
     pre = Prefetched(embedder)
-    with ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead") as worker:
-        held: tuple[W, list[str]] | None = None
-        for window in windows:
+    worker = ThreadPoolExecutor(1, thread_name_prefix="gaml-embed-ahead")
+    held: tuple[W, list[str]] | None = None
+    made = iter(windows)
+    try:
+        while True:
+            try:
+                window = next(made)
+            except StopIteration:
+                break
+            except Exception:  # the next window could not be made: what was made before it is written, as it was
+                if held is not None:
+                    write(held[0], pre)
+                raise
             claimed = pre.ahead(list(itertools.islice(texts(window), most)), worker)
             if held is not None:
                 write(held[0], pre)
@@ -201,6 +215,10 @@ def embedded_ahead(
         if held is not None:
             write(held[0], pre)
             pre.drop(held[1])
+    except BaseException:
+        worker.shutdown(wait=False, cancel_futures=True)  # an error or an interrupt does not wait for the worker
+        raise
+    worker.shutdown()
 
 
 def embed_assets(embedder: Embedder, assets: Sequence[Asset]) -> list[np.ndarray]:

@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -287,15 +288,19 @@ class _Torch:
             raise GamlError(_MISSING) from e
         self.model = SentenceTransformer(str(model_dir()), device="cpu")
         self.batch_size = batch_size
+        # One call at a time: the tokenizer sets its truncation and padding on each call, and two threads doing it
+        # at once fail ("Already borrowed"). (ONNX's session and our tokenizer, set once, run calls side by side.)
+        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        v = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
+        with self._lock:
+            v = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
         return np.asarray(v, dtype=np.float32)
 
 
@@ -313,11 +318,16 @@ class MiniLMEmbedder:
         self.runtime = runtime
         self._cache = cache
         self._model: _Onnx | _Torch | None = None
+        self._loading = threading.Lock()  # two threads' first calls (ingestion's worker and its writes) load it once
 
     def _load(self) -> _Onnx | _Torch:
         """Load the model on first use, so commands that embed nothing (get, stats) pay for no model."""
         if self._model is not None:
             return self._model
+        with self._loading:
+            return self._model if self._model is not None else self._load_now()
+
+    def _load_now(self) -> _Onnx | _Torch:
         if self.runtime != "torch":
             try:
                 self._model = self._onnx()

@@ -7,6 +7,8 @@ import hashlib
 import itertools
 import math
 import re
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -125,11 +127,14 @@ class Counting:
         self.inner, self.fail = inner, fail
         self.id, self.dim = inner.id, inner.dim
         self.asked: list[str] = []
+        self.here: list[str] = []  # asked on the main thread (not ahead, on a worker)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if self.fail is not None and self.fail in texts:
             raise RuntimeError(f"cannot embed {self.fail!r}")
         self.asked += texts
+        if threading.current_thread() is threading.main_thread():
+            self.here += texts
         return self.inner.embed(texts)
 
 
@@ -160,12 +165,44 @@ def test_prefetched_answers_each_text_with_its_own_row_and_embeds_it_once(on_wor
 
 
 def test_an_error_of_a_call_made_ahead_is_raised_where_its_rows_are_asked_for() -> None:
+    """Not where no row is asked for (another text, a drop); a row asked for is embedded again, so the embedder's
+    error (here, for the same text) is raised there."""
     pre = embed.Prefetched(Counting(HashEmbedder(64), fail="!!! ???"))
     with ThreadPoolExecutor(1) as worker:
-        pre.ahead(["a cat", "!!! ???"], worker)
+        claimed = pre.ahead(["a cat", "!!! ???"], worker)
         np.testing.assert_array_equal(pre.embed(["a dog"]), HashEmbedder(64).embed(["a dog"]))  # another call
         with pytest.raises(RuntimeError, match="cannot embed"):
             pre.embed(["a cat"])
+        pre.ahead(["a cat", "!!! ???"], worker)
+        pre.drop(claimed)  # nothing asked for: no error
+        np.testing.assert_array_equal(pre.embed(["a cat"]), HashEmbedder(64).embed(["a cat"]))  # embedded when asked
+        with pytest.raises(RuntimeError, match="cannot embed"):
+            pre.embed(["!!! ???"])
+
+
+def test_embedded_ahead_writes_every_window_in_order_and_what_was_made_before_a_failure() -> None:
+    """Each window is written once, in order, with its texts held (none embedded by the write); when the next window
+    cannot be made, the window made before it is still written and the error raised."""
+    counting = Counting(HashEmbedder(64))
+    written: list[tuple[int, int]] = []
+
+    def write(window: list[str], pre: embed.Embedder) -> None:
+        before = len(counting.here)
+        np.testing.assert_array_equal(pre.embed(window), counting.inner.embed(window))
+        written.append((len(window), len(counting.here) - before))
+
+    windows = [TEXTS[:2], TEXTS[2:3], TEXTS[3:]]
+    embed.embedded_ahead(counting, iter(windows), iter, write)
+    assert written == [(2, 0), (1, 0), (3, 0)]
+
+    def failing() -> Iterator[list[str]]:
+        yield TEXTS[:2]
+        raise ValueError("cannot make the next window")
+
+    written.clear()
+    with pytest.raises(ValueError, match="next window"):
+        embed.embedded_ahead(counting, failing(), iter, write)
+    assert written == [(2, 0)]
 
 
 @pytest.mark.parametrize(

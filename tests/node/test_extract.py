@@ -341,6 +341,7 @@ def test_is_noise_greetings_empty_and_boilerplate() -> None:
         "Let me start by reading the file.",
         "I'll get started.",
         "I'll work on it now.",
+        "Let me check whether that may help.",
     ):
         assert is_noise(filler) == "boilerplate", filler
 

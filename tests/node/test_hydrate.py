@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment, Walk, parse_plane
+from gaml.node.core.hydrate import _only_announces as hydrate_only_announces
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.node import Node
@@ -25,7 +26,7 @@ from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter
 from gaml.policy.access import Grant, Permission, Principal
 from gaml.policy.errors import GamlError, InvalidInput, UnknownPrincipal
-from gaml.policy.model import Heat, Level, Tier
+from gaml.policy.model import Asset, AssetType, Heat, Level, Tier
 from tests.node.conftest import NOW, CountingKV, World, conversation_node, fact, memory_world, rocks_world
 
 MIN_US = 60 * 10**6
@@ -875,6 +876,29 @@ def test_an_agents_turn_that_only_announces_its_next_step_ranks_below_what_it_di
     before = scores(plan, "painting class")
     monkeypatch.setattr("gaml.node.core.hydrate.ASKING_SHARE", 1.0)
     assert before == scores(plan, "painting class") and before
+
+
+@pytest.mark.parametrize(
+    ("role", "text", "announces"),
+    [
+        ("assistant", "Sure. I'll start by running the login test to see the failure.", True),
+        ("assistant", "I\u2019ll check the logs.", True),
+        ("assistant", "Wow! Let me look at the settings module.", True),
+        ("assistant", "Let's use PostgreSQL for the session store because it supports JSONB.", False),
+        ("assistant", "I'll summarize: the root cause was a missing SSO key in settings.py.", False),
+        ("assistant", "I'll check the logs because the export timed out twice.", False),
+        ("assistant", "I'll add SSO_KEY to the test settings from the conftest fixture.", False),
+        ("assistant", "The key is missing. Let me look at the settings module.", False),
+        ("user", "Let me check the logs.", False),
+    ],
+)
+def test_only_an_agents_announcement_of_a_step_of_looking_is_weighed_down(
+    role: str, text: str, announces: bool
+) -> None:
+    """A decision, a conclusion, a reason or a person's words say something; "I'll check the logs." does not."""
+    payload = {"text": text, "role": role}
+    asset = Asset(id="0" * 32, asset_type=AssetType.EVENT, payload=payload, owner_id="alice", created_at=NOW)
+    assert hydrate_only_announces(asset) is announces
 
 
 def test_an_answer_that_shares_no_word_with_the_goal_is_found_by_its_question(

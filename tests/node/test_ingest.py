@@ -36,6 +36,7 @@ from gaml.node.core.text.records import Record, Source
 from gaml.policy.errors import InvalidInput
 from gaml.policy.model import Asset, AssetType, Level, PrivacyScope, item_id
 from tests.node.conftest import NOW, memory_world, new_keychain, rocks_world
+from tests.node.test_embed import Counting
 
 MINUTE_US = 60 * 10**6
 DAY_US = 24 * 60 * MINUTE_US
@@ -1026,12 +1027,14 @@ def test_same_sources_give_same_items_on_two_nodes() -> None:
     assert report_one.to_json() == report_two.to_json()
 
 
-@pytest.mark.parametrize("window", [1, 3])
+@pytest.mark.parametrize("window", [1, 3, 10**6])
 def test_windows_embedded_ahead_store_what_one_source_at_a_time_stores(
     window: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ingestion prepares sources in windows and embeds their items' passages ahead, on a worker: the assets, their
-    vectors and the report are those of a window holding every source, whatever the window's size."""
+    """Ingestion prepares sources in windows and embeds their items' and facts' passages ahead, on a worker: the
+    assets, their vectors and the report are those of the sources prepared and written one at a time, each write
+    embedding its own (the ingest before windows), and no write embeds a text itself but to store an earlier
+    fact again (the slot it held closed by a later one, in a window whose texts no longer hold it)."""
     sessions = [
         [("Caroline", "Wow! I went camping by the lake. The kids roasted marshmallows."), ("Melanie", "thanks!")],
         [("Caroline", "My favorite color is blue."), ("Melanie", "I moved to Lisbon last year. It rains a lot.")],
@@ -1039,26 +1042,29 @@ def test_windows_embedded_ahead_store_what_one_source_at_a_time_stores(
     ]
     sources = [transcript(agent_session("A short conclusion. The login test passes now.")), *locomo(sessions)]
 
-    def run(records: int) -> tuple[dict[str, Any], dict[str, list[float]], Report]:
-        monkeypatch.setattr(ingest_mod, "EMBED_AHEAD", records)
-        node = memory_world().open_node()
-        report = ingestor(node).ingest(sources, ALICE, NOW)
-        assets = {a.id: a.to_dict() for a in all_assets(node)}
+    def stored(node: Node) -> tuple[dict[str, Any], dict[str, list[float]]]:
+        volatile = ("signature", "source_node", "encryption_key_ref")
+        assets = {a.id: {k: v for k, v in a.to_dict().items() if k not in volatile} for a in all_assets(node)}
         vectors = {}
         for part in node.store.partitions():
-            pid = part.pid
-            ids = sorted(node.store.views(pid).views)
-            vectors.update({i: v.tolist() for i, v in node.store.vectors_of(pid, ids).items()})
-        return assets, vectors, report
+            ids = sorted(node.store.views(part.pid).views)
+            vectors.update({i: v.tolist() for i, v in node.store.vectors_of(part.pid, ids).items()})
+        return assets, vectors
 
-    assets, vectors, report = run(window)
-    whole_assets, whole_vectors, whole_report = run(10**6)
-    volatile = ("signature", "source_node", "encryption_key_ref")
-    assert {i: {k: v for k, v in a.items() if k not in volatile} for i, a in assets.items()} == {
-        i: {k: v for k, v in a.items() if k not in volatile} for i, a in whole_assets.items()
-    }
-    assert vectors == whole_vectors and len(vectors) == report.items + report.facts
-    assert report.to_json() == whole_report.to_json()
+    monkeypatch.setattr(ingest_mod, "EMBED_AHEAD", window)
+    node = memory_world().open_node()
+    counting = Counting(node.embedder)
+    node.embedder = counting
+    report = ingestor(node).ingest(sources, ALICE, NOW)
+    one = memory_world().open_node()
+    ing, alone = ingestor(one), Report()
+    for source in sources:
+        ing._ingest_source(ing._prepare(source, ALICE), ALICE, NOW, alone, None)
+    assets, vectors = stored(node)
+    assert (assets, vectors) == stored(one) and len(vectors) == report.items + report.facts > 0
+    assert report.to_json() == alone.to_json()
+    assert counting.asked and len(counting.here) <= report.superseded
+    assert all(t.endswith(" fact") for t in counting.here)
     assert not any("sk-live" in str(a) for a in assets.values())
 
 

@@ -36,6 +36,7 @@ from gaml.policy.keychain import NODE_IDENTITY_REF
 from gaml.policy.model import Asset, AssetType, Heat, Level, PrivacyScope, Retention, Tier, TrustClass, item_id
 from gaml.policy.partitions import partition_of
 from tests.node.conftest import NOW, World, memory_world, rocks_world
+from tests.node.test_embed import Counting
 
 MIN_US = 60 * 10**6
 HOUR_US = 60 * MIN_US
@@ -847,39 +848,47 @@ def test_a_rung_too_large_for_the_payload_limit_is_clipped_not_a_failed_curation
     assert rungs and all(a.payload_size() <= limit for a in rungs)
 
 
-@pytest.mark.parametrize("window", [1, 8])
+@pytest.mark.parametrize("window", [1, 8, 10**6])
 def test_windows_compiled_ahead_store_the_rungs_one_source_at_a_time_stores(
     window: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Curation compiles sources in windows and embeds their rungs' passages ahead, on a worker: the rungs, their
-    vectors, the curation states and the report are those of one window of every source, whatever its size; progress
-    counts each source once."""
+    vectors, the curation states and the report are those of each source compiled and written in turn, each write
+    embedding its own (the curation before windows); progress counts each source once, and no write embeds a text."""
     release = [
         ("user", "Please write the release notes for version 2.", NOW),
         ("assistant", "The release notes are written. They list the new export and the fixed login.", NOW + MIN_US),
     ]
 
-    def run(items: int) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, Any], list[int]]:
-        monkeypatch.setattr(ladder_mod, "EMBED_AHEAD", items)
+    def ingested() -> tuple[Layers, list[str]]:
         lay = layers(memory_world())
         sids = ingest(lay, transcript("s1", db_turns()), "s1.jsonl")
-        sids += ingest(lay, transcript("s2", release), "s2.jsonl")
-        done: list[int] = []
-        report = lay.lad.curate(NOW + HOUR_US, progress=done.append)
-        rungs = {a.id: a.to_dict() for a in live_assets(lay.store) if RUNG_TAG in a.tags}
+        return lay, sids + ingest(lay, transcript("s2", release), "s2.jsonl")
+
+    def stored(lay: Layers, sids: list[str]) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, Any]]:
+        volatile = ("signature", "source_node", "encryption_key_ref")
+        rungs = {
+            a.id: {k: v for k, v in a.to_dict().items() if k not in volatile}
+            for a in live_assets(lay.store)
+            if RUNG_TAG in a.tags
+        }
         vectors = {}
         for part in lay.store.partitions():
-            found = lay.store.vectors_of(part.pid, sorted(rungs))
-            vectors.update({i: v.tolist() for i, v in found.items()})
-        states = {sid: curation_state(lay.store, sid) for sid in sids}
-        return rungs, vectors, {"report": dataclasses.asdict(report), "states": states}, done
+            vectors.update({i: v.tolist() for i, v in lay.store.vectors_of(part.pid, sorted(rungs)).items()})
+        return rungs, vectors, {sid: curation_state(lay.store, sid) for sid in sids}
 
-    rungs, vectors, states, done = run(window)
-    whole = run(10**6)
-    volatile = ("signature", "source_node", "encryption_key_ref")
-    assert rungs and {i: {k: v for k, v in a.items() if k not in volatile} for i, a in rungs.items()} == {
-        i: {k: v for k, v in a.items() if k not in volatile} for i, a in whole[0].items()
-    }
-    assert vectors == whole[1] and vectors.keys() == rungs.keys()
-    assert states == whole[2]
-    assert done == whole[3] == [1, 1]
+    monkeypatch.setattr(ladder_mod, "EMBED_AHEAD", window)
+    lay, sids = ingested()
+    counting = Counting(lay.node.embedder)
+    lay.node.embedder = counting
+    done: list[int] = []
+    report = lay.lad.curate(NOW + HOUR_US, progress=done.append)
+    one, same = ingested()
+    alone = CurationReport()
+    for sid in one.lad.pending():
+        one.lad._curate_source(sid, NOW + HOUR_US, alone)
+    rungs, vectors, states = stored(lay, sids)
+    assert rungs and (rungs, vectors, states) == stored(one, same) and vectors.keys() == rungs.keys()
+    assert dataclasses.asdict(report) == dataclasses.asdict(alone)
+    assert done == [1, 1]
+    assert counting.asked and counting.here == []

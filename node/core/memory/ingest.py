@@ -251,7 +251,7 @@ class _Prepared:
 def _passages(p: _Planned) -> Iterator[str]:
     """What will be embedded for a planned record: its item's passages, then its facts' (as :meth:`Ingestor._facts`
     will make them; a gate it will get makes it yield none, and those are only not used)."""
-    yield from text_passages(p.text, p.record.speaker, p.tags)
+    yield from text_passages(p.text, p.record.speaker, sorted(p.tags))  # as the item will hold them
     for f in extract.facts(p.text, p.record.speaker):
         yield from text_passages(f.text, "", (FACT_TAG,))
 

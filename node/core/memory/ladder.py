@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from gaml.node.core.embed import Embedder, embedded_ahead, passages
 from gaml.node.core.memory import curate as curation
-from gaml.node.core.memory.ingest import EMBED_AHEAD, WATERMARK, Ingestor
+from gaml.node.core.memory.ingest import AHEAD_TEXTS, EMBED_AHEAD, WATERMARK, Ingestor
 from gaml.node.core.memory.tiers import TierPolicy, is_critical, retired, tier_at, tier_of, visit
 from gaml.node.core.node import Node
 from gaml.node.core.store.store import Records
@@ -149,6 +149,7 @@ class Ladder:
             self._windows(list(self.pending() if sources is None else sources)),
             lambda window: (t for c in window for a in c.assets.values() for t in passages(a)),
             write,
+            AHEAD_TEXTS,
         )
         return report
 

@@ -855,10 +855,11 @@ _BOILERPLATE_RE: Final = re.compile(
 )
 
 
-# A plan is not filler: "I'll start a painting class next month", "Let me check the flights for May 12".
+# A plan is not filler: "I'll start a painting class next month", "Let me check the flights for May 12". (Not "may"
+# and "march", which are verbs more often: "Let me check whether that may help"; with a day, the number names it.)
 _WHEN_RE: Final = re.compile(
     r"\d|\b(?:today|tomorrow|tonight|yesterday|weekend|week|month|year|morning|afternoon|evening|monday|tuesday"
-    r"|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september"
+    r"|wednesday|thursday|friday|saturday|sunday|january|february|april|june|july|august|september"
     r"|october|november|december)s?\b",
     re.IGNORECASE,
 )
