@@ -132,8 +132,9 @@ FACT_SALT: Final = "#fact"
 FACT_TAG: Final = "fact"  # a slot fact's plain tag (beside its slot's)
 WATERMARK: Final = "src"  # meta kind of the per-source watermarks
 WATERMARK_FORMAT: Final = 1
-# Ingestion prepares sources in windows of at least this many records, and embeds their items' passages (at most
-# AHEAD_TEXTS of them) in one call before it writes the first (Prefetched); the rest are embedded as they are written.
+# Ingestion prepares sources in windows of at least this many records, and embeds what their items and facts will be
+# embedded by (at most AHEAD_TEXTS texts) in one call, on a worker, while it writes the window before
+# (embed.embedded_ahead); the rest are embedded as they are written.
 EMBED_AHEAD: Final = 1024
 AHEAD_TEXTS: Final = 8192
 

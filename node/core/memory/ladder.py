@@ -163,11 +163,13 @@ class Ladder:
     def _windows(self, source_ids: Sequence[str]) -> Iterator[list[_Compiled]]:
         """The sources compiled, in runs holding at least :data:`EMBED_AHEAD` items (the last one, what is left)."""
         window: list[_Compiled] = []
+        held = 0
         for source_id in source_ids:
             window.append(self._compile(source_id))
-            if sum(len(c.items) for c in window) >= EMBED_AHEAD:
+            held += len(window[-1].items)
+            if held >= EMBED_AHEAD:
                 yield window
-                window = []
+                window, held = [], 0
         if window:
             yield window
 
