@@ -655,16 +655,23 @@ class Asset:
         slot tags) are bookkeeping shared by whole classes of assets and would pull every vector toward the same
         words. A structured payload gives its string leaves and the entities.
         """
-        parts: list[str] = []
         text = self.payload.get("text")
         if isinstance(text, str):
             speaker = self.payload.get("speaker")
-            parts.append(f"{speaker}: {text}" if isinstance(speaker, str) and speaker else text)
-        else:
-            parts.extend(_string_leaves(self.payload))
-            parts.extend(self.entities)
-        parts.extend(t for t in self.tags if ":" not in t)
-        return " ".join(p for p in parts if p)
+            return said_text(text, speaker if isinstance(speaker, str) else "", self.tags)
+        return " ".join(p for p in (*_string_leaves(self.payload), *self.entities, *plain_tags(self.tags)) if p)
+
+
+def plain_tags(tags: Iterable[str]) -> list[str]:
+    """The tags that mean something of an asset's own (not namespaced bookkeeping: ``kind:message``, ``gated:noise``):
+    the ones that are embedded (:meth:`Asset.embed_text`)."""
+    return [t for t in tags if ":" not in t]
+
+
+def said_text(text: str, speaker: str, tags: Iterable[str]) -> str:
+    """:meth:`Asset.embed_text` of an asset whose payload's text is ``text``, said by ``speaker``, with ``tags``: known
+    before the asset is made (ingestion embeds it ahead)."""
+    return " ".join(p for p in (f"{speaker}: {text}" if speaker else text, *plain_tags(tags)) if p)
 
 
 # Opened records share their equal immutable parts (most assets have the same retention, and every asset never visited

@@ -25,7 +25,7 @@ from typing import Final, Protocol, TypeVar
 import numpy as np
 
 from gaml.node.core.text import extract
-from gaml.policy.model import Asset
+from gaml.policy.model import Asset, plain_tags, said_text
 
 _WORD: Final = re.compile(r"[\w']+", re.UNICODE)
 GRAMS_MAX: Final = 1 << 16  # the words and word pairs whose bucket a HashEmbedder remembers
@@ -93,10 +93,10 @@ def passages(asset: Asset) -> list[str]:
 def text_passages(text: str, speaker: str = "", tags: Iterable[str] = ()) -> list[str]:
     """The passages (:func:`passages`) of an asset whose payload's text is ``text``, said by ``speaker``, with
     ``tags``: known before the asset is made, so that ingestion can embed them ahead (:class:`Prefetched`)."""
-    plain = " ".join(t for t in tags if ":" not in t)
     said = extract.sentences(text)
-    if len(said) < 2:  # Asset.embed_text
-        return [" ".join(p for p in (f"{speaker}: {text}" if speaker else text, plain) if p)]
+    if len(said) < 2:
+        return [said_text(text, speaker, tags)]
+    plain = " ".join(plain_tags(tags))
     return _sentences(said, speaker) + ([plain] if plain else [])
 
 

@@ -108,18 +108,9 @@ SPEAKER_BOOST: Final = 1.3  # an item said by someone the goal names scores this
 # this share: it states nothing a frame could hold as an answer (on LoCoMo dev, 3 % of such turns are evidence,
 # against 25 % of the turns that state something); the turn after it still gains from it (:data:`CONTEXT_SHARE`).
 ASKING_SHARE: Final = 0.2
-# An agent's turn that only announces its next step ("I'll start by running the test suite.") scores the same share:
-# the records of the step (the call, its output) follow it and say what it did. Only an assistant's (a person's "I'll
-# start a painting class next month" is a plan worth holding), and only a step of looking (a decision, "Let's use
-# PostgreSQL because …", or "I'll summarize: the cause was …", says something).
-_ANNOUNCES_RE: Final = re.compile(
-    r"^(?:(?:ok|okay|sure|alright|understood|great|now|first|next|then|so)[,!.]?\s+)*"
-    r"(?:let me|i'll|i will|i'm going to|i am going to|i'm gonna|we'll)\s+(?:quickly\s+|now\s+|first\s+)?"
-    r"(?:start by|begin by|start with|run|rerun|re-run|check|look|take a look|have a look|read|open|inspect|"
-    r"investigate|search|grep|find|try|test|profile|examine|review|see|verify|dig|explore|debug|reproduce)\b"
-    r"(?![^.!?]*\b(?:because|since|so that)\b)",
-    re.IGNORECASE,
-)
+# An agent's turn that only announces its next step (:func:`extract.announces_step`) scores the same share: the
+# records of the step (the call, its output) follow it and say what it did. Only an assistant's (a person's "I'll
+# start a painting class next month" is a plan worth holding).
 # An item said in the calendar month the goal names ("camping in June"; its day and year too, when named) scores this
 # much more: on LoCoMo dev, 102 of 885 questions name a month, and 101 of their 111 evidence turns were said in it.
 PERIOD_BOOST: Final = 2.5
@@ -1448,7 +1439,7 @@ def _only_announces(asset: Asset) -> bool:
     if asset.payload.get("role") != "assistant":
         return False
     said = [s for s in extract.sentences(display_text(asset)) if not extract.says_nothing(s)]
-    return bool(said) and all(_ANNOUNCES_RE.match(s.replace("\u2019", "'")) for s in said)
+    return bool(said) and all(map(extract.announces_step, said))
 
 
 @extract.TextMemo

@@ -126,10 +126,8 @@ class HnswIndex:
         found = [i for i in dict.fromkeys(ids) if isinstance(i, str) and i in self._label]
         if not found:
             return {}
-        labels = np.fromiter((self._label[i] for i in found), dtype=np.uint64, count=len(found))
-        rows = np.asarray(
-            self._index.get_items(labels), dtype=np.float32
-        )  # an array of labels: ~25 % faster than a list
+        labels = np.fromiter((self._label[i] for i in found), dtype=np.uint64, count=len(found))  # ~25 % faster
+        rows = np.asarray(self._index.get_items(labels), dtype=np.float32)  # than a list of labels
         return dict(zip(found, rows, strict=True))
 
     def __len__(self) -> int:

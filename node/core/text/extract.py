@@ -855,6 +855,24 @@ _BOILERPLATE_RE: Final = re.compile(
 )
 
 
+# A sentence that only announces a step of looking ("I'll start by running the test suite to see the failure."): not a
+# decision ("Let's use PostgreSQL because …"), not a conclusion ("I'll summarize: the cause was …"), not one with a
+# reason.
+_ANNOUNCES_RE: Final = re.compile(
+    r"^(?:(?:ok|okay|sure|alright|understood|great|now|first|next|then|so)[,!.]?\s+)*"
+    r"(?:let me|i'll|i will|i'm going to|i am going to|i'm gonna|we'll)\s+(?:quickly\s+|now\s+|first\s+)?"
+    r"(?:start by|begin by|start with|run|rerun|re-run|check|look|take a look|have a look|read|open|inspect|"
+    r"investigate|search|grep|find|try|test|profile|examine|review|see|verify|dig|explore|debug|reproduce)\b"
+    r"(?![^.!?]*\b(?:because|since|so that)\b)",
+    re.IGNORECASE,
+)
+
+
+def announces_step(sentence: str) -> bool:
+    """Whether ``sentence`` only announces what its speaker will look at next (typographic apostrophes read as ')."""
+    return _ANNOUNCES_RE.match(_norm(sentence)) is not None
+
+
 # A plan is not filler: "I'll start a painting class next month", "Let me check the flights for May 12". (Not "may"
 # and "march", which are verbs more often: "Let me check whether that may help"; with a day, the number names it.)
 _WHEN_RE: Final = re.compile(
