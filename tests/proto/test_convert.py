@@ -572,3 +572,73 @@ def test_a_wire_draft_reads_as_its_json_mapping_reads() -> None:
         with pytest.raises(InvalidAsset) as to_pb:
             draft_pb_from_json(obj)
         assert type(to_pb.value) is type(from_json.value) and str(to_pb.value) == str(from_json.value)
+
+
+def test_a_json_draft_makes_the_message_the_mapping_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client makes a draft's message directly when every value is plain (strings, lists of strings, numbers,
+    bools, enum names or numbers, a JSON object for the payload) and through json_format.ParseDict otherwise. Either
+    way the outcome is the mapping's alone: the same message, or the same error. Checked for random drafts of random
+    fields under either name (original or lowerCamelCase), enums as short names, proto names or numbers, and values
+    the direct path must leave to the mapping (int64s as strings, floats for integers, bools for numbers, bytes,
+    nested messages, numbers out of range, a tuple for a list)."""
+    from google.protobuf import json_format
+
+    from gaml.proto import convert
+
+    rng = random.Random(5)
+    fields = {fd.name: fd for fd in asset_pb2.Asset.DESCRIPTOR.fields}
+    objs: list[dict[str, Any]] = []
+    for asset in [full(), *(random_asset(rng) for _ in range(300))]:
+        whole = asset_to_json(asset)
+        obj: dict[str, Any] = {}
+        for name in rng.sample(sorted(whole), rng.randint(1, len(whole))):
+            value = whole[name]
+            if name in ENUM_FIELDS and rng.random() < 0.5:
+                number = getattr(asset_to_pb(asset), name)
+                value = rng.choice([number, f"{name.upper()}_{value}".upper(), value.upper()])
+            obj[fields[name].json_name if rng.random() < 0.3 else name] = value
+        objs.append(obj)
+    odd: list[dict[str, Any]] = [
+        {"created_at": "123"},
+        {"created_at": 5.0},
+        {"created_at": 5.5},
+        {"version": -1},
+        {"created_at": 2**63},
+        {"confidence_score": True},
+        {"confidence_score": "0.5"},
+        {"confidence_score": 2**1100},
+        {"tombstone": 1},
+        {"tags": ["a", 1]},
+        {"tags": ("a",)},
+        {"owner_id": 7},
+        {"payload": {}},
+        {"payload": {"a": [None, True, {"b": [1, 2.5]}], "c": ""}},
+        {"signature": "AAEC"},
+        {"retention_policy": {"delete_at": 5}},
+        {"heat": {"reads": 2}},
+    ]
+    objs += [{"asset_type": "fact", **o} for o in odd]
+
+    def outcome(obj: dict[str, Any]) -> tuple[str, Any]:
+        try:
+            return "message", convert._draft_message(obj)
+        except InvalidAsset as e:
+            return type(e).__name__, str(e)
+
+    not_plain = {"signature", "source", "retention_policy", "heat"}
+    direct: list[bool] = []
+    for i, obj in enumerate(objs):
+        got = outcome(obj)
+        if got[0] == "message" and i < 301:  # a random asset's draft: direct unless it gives bytes or a nested message
+            given = {convert._BY_JSON_KEY[k].name for k in got[1][1]}
+            assert (convert._plain_message(got[1][1]) is not None) == given.isdisjoint(not_plain), obj
+            direct.append(given.isdisjoint(not_plain))
+        with monkeypatch.context() as m:
+            m.setattr(convert, "_plain_message", lambda prepared: None)
+            mapped = outcome(obj)
+        assert got == mapped, obj
+        if got[0] == "message":
+            assert got[1][0] == json_format.ParseDict(got[1][1], asset_pb2.Asset())
+            assert got[1][0].HasField("payload") == ("payload" in got[1][1])
+    assert len(direct) == 301 and sum(direct) >= 50
+    assert sum(outcome(o)[0] != "message" for o in objs[301:]) >= 7  # the odd values the mapping refuses
