@@ -132,6 +132,9 @@ class Node:
         owners = self._owners(assets)  # every check before the first write: a refused batch writes nothing
         if by is not None:
             self.authorize_writes(by, assets, owners)
+        if records is None:  # the stored records of these ids, read in one call, for prepare and the write alike
+            records = Records()
+            self.store.get_many([a.id for a in assets], records=records)
         prepared = [self.prepare(a, exact_times=exact_times, records=records) for a in assets]
         todo = [a for a in prepared if not a.signature]  # only an unchanged stored asset comes back signed
         using = self.embedder if embedder is None else embedder

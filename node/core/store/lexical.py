@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import struct
 import threading
@@ -124,6 +125,8 @@ STOPWORDS: Final = frozenset(
 )
 
 _TOKEN_RE: Final = re.compile(r"[\w']+")
+TERM_KEYS_MAX: Final = 1 << 16  # the blinded terms an index remembers (emptied when full)
+_KEY: Final = operator.attrgetter("key")  # an op's key
 
 
 _SNOWBALL: Final = Stemmer.Stemmer("english", 0)  # no cache of its own: _stem's is bounded
@@ -403,6 +406,7 @@ class LexicalIndex:
     def __init__(self, kv: KV, blind: Callable[[str], bytes], id_of: Callable[[bytes], str] = bytes.hex) -> None:
         self._kv = kv
         self._blind = blind
+        self._term_keys: dict[str, bytes] = {}  # term -> blind(term), for the terms met last (TERM_KEYS_MAX at most)
         self._id_of = id_of
         self._committed: dict[bytes, tuple[int, int]] = {}
         self._staged: dict[bytes, tuple[int, int]] = {}
@@ -471,15 +475,21 @@ class LexicalIndex:
         """``{blind(term): frequency}`` and the length of ``text`` in tokens (empty and 0 for ``None``)."""
         if text is None:
             return {}, 0
-        counts = Counter(tokenize(text))
-        length = sum(counts.values())
+        tokens = tokenize(text)
+        length = len(tokens)
         if length > UINT32_MAX:
             raise ValueError(f"a document has {length} tokens; the index holds at most {UINT32_MAX}")
+        keys = self._term_keys
         out: dict[bytes, int] = {}
-        for term, tf in counts.items():
-            b = self._blind(term)
-            if type(b) is not bytes or len(b) != ID_BYTES:
-                raise ValueError(f"blind(term) must return {ID_BYTES} bytes")
+        for term, tf in Counter(tokens).items():
+            b = keys.get(term)
+            if b is None:
+                b = self._blind(term)
+                if type(b) is not bytes or len(b) != ID_BYTES:
+                    raise ValueError(f"blind(term) must return {ID_BYTES} bytes")
+                if len(keys) >= TERM_KEYS_MAX:
+                    keys.clear()
+                keys[term] = b
             out[b] = tf
         return out, length
 
@@ -495,10 +505,11 @@ class LexicalIndex:
         if old == new and old_len == new_len:
             return []
         base = POSTING_PREFIX + pid
-        ops: list[Op] = [Delete(SPACE, base + b + sid) for b in old.keys() - new.keys()]
+        ops: list[Op] = [Delete(SPACE, base + b + sid) for b in old.keys() - new.keys()] if old else []
+        pack = POSTING.pack
         for b, tf in new.items():
-            if old.get(b) != tf or old_len != new_len:  # the length is in every posting's value
-                ops.append(Put(SPACE, base + b + sid, POSTING.pack(tf, new_len)))
+            if old_len != new_len or old.get(b) != tf:  # the length is in every posting's value
+                ops.append(Put(SPACE, base + b + sid, pack(tf, new_len)))
         before = self._staged.get(pid) or self.stats(pid)
         n, total = before
         if old_len:
@@ -514,7 +525,7 @@ class LexicalIndex:
             ops.append(Put(SPACE, STATS_PREFIX + pid, STATS.pack(n, total)))
         self._staged[pid] = (n, total)
         self._staged_docs.append((pid, sid, new, new_len))
-        ops.sort(key=lambda op: op.key)
+        ops.sort(key=_KEY)
         return ops
 
     # -- search ----------------------------------------------------------------------------------------------------

@@ -984,8 +984,11 @@ class Store:
     def _diff_ops(self, old: Asset | None, new: Asset) -> list[Op]:
         ops: list[Op] = []
         for space, keys in (("index", self._index_keys), ("edges", self._edge_keys)):
-            before = keys(old) if old is not None else set()
             now = keys(new)
+            if old is None:
+                ops += [Put(space, k, b"") for k in sorted(now)]
+                continue
+            before = keys(old)
             ops += [Delete(space, k) for k in sorted(before - now)]
             ops += [Put(space, k, b"") for k in sorted(now - before)]  # sorted: the same ops on every run
         return ops
