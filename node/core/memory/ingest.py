@@ -226,6 +226,14 @@ class _Planned:
     gate: str | None = None  # soft gate
     duplicate_of: int | None = None
     chars: int = 0  # the text's length before it was bounded to what an item can hold (0: it was not)
+    _facts: tuple[str, list[extract.Fact]] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def facts(self) -> list[extract.Fact]:
+        """The slot facts of the text (:func:`extract.facts`), read once for as long as the text stays the same:
+        what is embedded ahead of the write and what the write stores are the same facts."""
+        if self._facts is None or self._facts[0] != self.text:
+            self._facts = (self.text, extract.facts(self.text, self.record.speaker))
+        return self._facts[1]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -253,7 +261,7 @@ def _passages(p: _Planned) -> Iterator[str]:
     """What will be embedded for a planned record: its item's passages, then its facts' (as :meth:`Ingestor._facts`
     will make them; a gate it will get makes it yield none, and those are only not used)."""
     yield from text_passages(p.text, p.record.speaker, sorted(p.tags))  # as the item will hold them
-    for f in extract.facts(p.text, p.record.speaker):
+    for f in p.facts():
         yield from text_passages(f.text, "", (FACT_TAG,))
 
 
@@ -732,7 +740,7 @@ class Ingestor:
             (p, item, k, f)
             for p, item in zip(planned, items, strict=True)
             if not p.gate
-            for k, f in enumerate(extract.facts(p.text, p.record.speaker))
+            for k, f in enumerate(p.facts())
         ]
         fresh_ids = {fact_id(source.source_id, p.record.position, k) for p, _, k, _ in pending}
         stored: dict[str, list[Asset]] = {}  # slot -> the owner's other stored facts that can hold it
