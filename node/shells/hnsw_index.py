@@ -27,9 +27,11 @@ HNSW_MAGIC: Final = b"GHI2"  # parts: the magic and a pickle (protocol 5) of set
 LEGACY_HNSW_MAGIC: Final = b"GHI1"  # the format before: one buffer (magic, length, a pickle holding the arrays)
 # The candidate list of a query (hnswlib's ef; k when k is larger). 128 found 0.921 of the exact top 10 among 100k
 # MiniLM vectors (bench/results/scale-minilm.md); on 30k of the scale bench's texts embedded with MiniLM raw hnswlib
-# finds 0.981 at 128, 0.992 at 256 and 0.998 at 512, for 0.48 / 0.90 / 1.61 ms a query (docs/benchmarks.md). A
-# setting of queries only: an index loaded from a snapshot takes the factory's.
-EF_SEARCH: Final = 256
+# finds 0.981 at 128, 0.992 at 256 and 0.998 at 512, for 0.48 / 0.90 / 1.61 ms a query, and on 100k 0.975 at 256,
+# 0.989 at 512 (docs/benchmarks.md). 512: through the daemon at 100k (hash vectors) it costs a dense search 0.4 ms
+# (p50 3.04 -> 3.42 ms) and lifts recall@10 0.762 -> 0.868 (0.968 -> 0.994 at 10k). A setting of queries only: an
+# index loaded from a snapshot takes the factory's.
+EF_SEARCH: Final = 512
 EXACT_BELOW: Final = 2048  # an allowed set this small is scored exactly (cheaper and exact; see DESIGN.md §3)
 
 
