@@ -366,10 +366,10 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
 def _plain_message(prepared: Mapping[str, Any]) -> asset_pb2.Asset | None:
     """The message ``json_format.ParseDict`` makes of a prepared draft, made directly, when every value is plain: a
     string for a string or enum field (enum names normalized), a list of strings for a repeated string, an int for an
-    integer or enum field (within its range), a number for a double, a bool for a bool, an object for the payload (JSON
-    already, :func:`freeze_json`). ``None`` when anything is not (a nested message, bytes, a number given as a
-    string, an unknown key ...): the mapping then reads it. ParseDict walks the descriptors in pure Python (~25 µs a
-    draft), and a bulk put's client spends most of its time there."""
+    integer or enum field (within its range), a finite number for a double, a bool for a bool, an object for the
+    payload (JSON already, :func:`freeze_json`). ``None`` when anything is not (a nested message, bytes, a number
+    given as a string, an unknown key ...): the mapping then reads it, and says what is wrong. ParseDict walks the
+    descriptors in pure Python (~25 µs a draft), and a bulk put's client spent most of its time there."""
     kw: dict[str, Any] = {}
     payload = None
     for key, value in prepared.items():
@@ -391,8 +391,8 @@ def _plain_message(prepared: Mapping[str, Any]) -> asset_pb2.Asset | None:
             plain = t is str or t is int
         elif kind == "strs":
             plain = t is list and all(type(v) is str for v in value)
-        elif kind == "double":
-            plain = t is float or t is int
+        elif kind == "double":  # NaN and ±Infinity: the mapping refuses them in its words
+            plain = t is int or (t is float and math.isfinite(value))
         elif kind == "bool":
             plain = t is bool
         else:  # an integer field
