@@ -221,12 +221,14 @@ def cmd_put(args: argparse.Namespace) -> None:
     except UnicodeDecodeError as e:
         raise InvalidAsset(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     objs = []
+    owner: str | None = None  # for the drafts that name none: the config read once, not once a draft
     for where, obj in _read_drafts(text, origin):  # read once, checked here to name a bad one by its place
         try:
             draft_from_json(obj)
         except GamlError as e:
             raise type(e)(f"{where}: {e}") from None
-        owner = args.owner or (None if acting_as(args, args.as_) else _config_user(args.home))
+        if owner is None:
+            owner = args.owner or (None if acting_as(args, args.as_) else _config_user(args.home)) or ""
         if owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
             obj = {**obj, "owner_id": owner}
         objs.append(obj)

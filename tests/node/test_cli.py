@@ -308,3 +308,26 @@ def test_conflicts_override_and_reputation_from_the_cli(home: Path, capsys: pyte
     ):
         code, _, err = run(capsys, "--home", h, "conflicts", "--as", "alice", *argv)
         assert code != 0 and why in err, (argv, err)
+
+
+def test_put_drafts_that_name_no_owner_are_the_node_users(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every draft that names no owner is owned by the node's own user (its config, read once for the whole input),
+    and one that names an owner keeps it, wherever it stands in the input."""
+    drafts = [
+        {"asset_type": "fact", "payload": {"text": "first note without an owner"}},
+        {"asset_type": "fact", "payload": {"text": "alice's own note"}, "owner_id": "alice"},
+        {"asset_type": "fact", "payload": {"text": "second note without an owner"}},
+    ]
+    run(capsys, "--home", str(home), "principal", "add", "alice")
+    code, out, err = run(capsys, "--home", str(home), "put", stdin="\n".join(json.dumps(d) for d in drafts))
+    assert code == 0, err
+    ids = out.split()
+    code, out, _ = run(capsys, "--home", str(home), "stats", "--json")
+    user = json.loads(out)["user"]
+    assert user and user != "alice"
+    owners = []
+    for id_, who in zip(ids, (user, "alice", user), strict=True):
+        code, out, err = run(capsys, "--home", str(home), "get", id_, "--as", who)
+        assert code == 0, err
+        owners.append(json.loads(out)["owner_id"])
+    assert owners == [user, "alice", user]
