@@ -921,8 +921,10 @@ class Hydrator:
             who = _speaker(asset) if asset is not None else ""
             if who and _content_words(who) & named:
                 u.score *= SPEAKER_BOOST
-            if asset is not None and (_only_asks(display_text(asset)) or _only_announces(asset)):
-                u.score *= ASKING_SHARE
+            if asset is not None:
+                text = display_text(asset)
+                if _only_asks(text) or _only_announces(asset, text):
+                    u.score *= ASKING_SHARE
             if (
                 period is not None
                 and asset is not None
@@ -1434,11 +1436,12 @@ def _only_asks(text: str) -> bool:
     return all(s.endswith("?") or extract.content_count(s, STATES_FROM) < STATES_FROM for s in extract.sentences(text))
 
 
-def _only_announces(asset: Asset) -> bool:
-    """An assistant's turn whose every sentence that says something announces what it will do next."""
+def _only_announces(asset: Asset, text: str) -> bool:
+    """An assistant's turn (``text``: its :func:`display_text`) whose every sentence that says something announces
+    what it will do next."""
     if asset.payload.get("role") != "assistant":
         return False
-    said = [s for s in extract.sentences(display_text(asset)) if not extract.says_nothing(s)]
+    said = [s for s in extract.sentences(text) if not extract.says_nothing(s)]
     return bool(said) and all(map(extract.announces_step, said))
 
 

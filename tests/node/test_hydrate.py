@@ -19,7 +19,7 @@ from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segmen
 from gaml.node.core.hydrate import _only_announces as hydrate_only_announces
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
-from gaml.node.core.node import Node
+from gaml.node.core.node import Node, display_text
 from gaml.node.core.store.store import Records
 from gaml.node.core.text import envelope, parsers
 from gaml.node.core.text.privacy import Rules
@@ -898,7 +898,7 @@ def test_only_an_agents_announcement_of_a_step_of_looking_is_weighed_down(
     """A decision, a conclusion, a reason or a person's words say something; "I'll check the logs." does not."""
     payload = {"text": text, "role": role}
     asset = Asset(id="0" * 32, asset_type=AssetType.EVENT, payload=payload, owner_id="alice", created_at=NOW)
-    assert hydrate_only_announces(asset) is announces
+    assert hydrate_only_announces(asset, display_text(asset)) is announces
 
 
 def test_an_answer_that_shares_no_word_with_the_goal_is_found_by_its_question(
