@@ -38,6 +38,8 @@ from typing import Any, Final, Generic, TypeVar
 
 import numpy as np
 
+from gaml.node.core.text import when
+
 R = TypeVar("R")
 
 FACT_VALUE_WORDS_MAX: Final = 8
@@ -876,9 +878,9 @@ def announces_step(sentence: str) -> bool:
 # A plan is not filler: "I'll start a painting class next month", "Let me check the flights for May 12". (Not "may"
 # and "march", which are verbs more often: "Let me check whether that may help"; with a day, the number names it.)
 _WHEN_RE: Final = re.compile(
-    r"\d|\b(?:today|tomorrow|tonight|yesterday|weekend|week|month|year|morning|afternoon|evening|monday|tuesday"
-    r"|wednesday|thursday|friday|saturday|sunday|january|february|april|june|july|august|september"
-    r"|october|november|december)s?\b",
+    r"\d|\b(?:today|tomorrow|tonight|yesterday|weekend|week|month|year|morning|afternoon|evening|"
+    + "|".join(name.lower() for name in (*when.WEEKDAYS, *when.MONTHS) if name not in ("May", "March"))
+    + r")s?\b",
     re.IGNORECASE,
 )
 
