@@ -415,14 +415,8 @@ def draft_pb_from_json(obj: Mapping[str, Any]) -> asset_pb2.Asset:
     :func:`draft_from_json` validates it: the same errors, without making the draft's domain values (the node
     makes them from the message)."""
     msg, prepared = _draft_message(obj)
-    for key in prepared:
-        fd = _BY_JSON_KEY.get(key)
-        if fd is None:
-            continue
-        if fd.name == "asset_type" and msg.asset_type == 0:
-            raise InvalidAsset("asset_type is required (got ASSET_TYPE_UNSPECIFIED)")
-        if fd.name in _NESTED:
-            _field_from_pb(msg, fd.name)  # what the domain refuses of a nested value
+    # What draft_from_json refuses past the message: an UNSPECIFIED asset_type, a nested value the domain refuses.
+    _draft_fields(msg, [n for k in prepared if (n := _BY_JSON_KEY[k].name) == "asset_type" or n in _NESTED])
     return msg
 
 
