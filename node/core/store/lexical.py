@@ -479,19 +479,21 @@ class LexicalIndex:
         length = len(tokens)
         if length > UINT32_MAX:
             raise ValueError(f"a document has {length} tokens; the index holds at most {UINT32_MAX}")
-        keys = self._term_keys
-        out: dict[bytes, int] = {}
-        for term, tf in Counter(tokens).items():
-            b = keys.get(term)
-            if b is None:
-                b = self._blind(term)
-                if type(b) is not bytes or len(b) != ID_BYTES:
-                    raise ValueError(f"blind(term) must return {ID_BYTES} bytes")
-                if len(keys) >= TERM_KEYS_MAX:
-                    keys.clear()
-                keys[term] = b
-            out[b] = tf
-        return out, length
+        return {self._key(term): tf for term, tf in Counter(tokens).items()}, length
+
+    def _key(self, term: str) -> bytes:
+        """``blind(term)``, checked, and remembered for the terms met last (the only cache of them: the store's
+        ``blind`` for terms is uncached). Writes and searches share it; a race of two threads at most sets a key twice
+        or clears it once more."""
+        b = self._term_keys.get(term)
+        if b is None:
+            b = self._blind(term)
+            if type(b) is not bytes or len(b) != ID_BYTES:
+                raise ValueError(f"blind(term) must return {ID_BYTES} bytes")
+            if len(self._term_keys) >= TERM_KEYS_MAX:
+                self._term_keys.clear()
+            self._term_keys[term] = b
+        return b
 
     def doc_ops(self, pid: bytes, sid: bytes, new_text: str | None, old_text: str | None) -> list[Op]:
         """The ops, sorted by key, that move document ``sid`` of partition ``pid`` from ``old_text`` to ``new_text``
@@ -728,7 +730,7 @@ class LexicalIndex:
         found: list[tuple[np.ndarray, np.ndarray, float, float, np.ndarray]] = []
         low, high = 1.0, 1.0  # a term's weight is within [low, high] times idf·factor (:meth:`_Term.factors`)
         for term in terms:
-            t = mem.terms.get(self._blind(term))
+            t = mem.terms.get(self._key(term))
             if t is None:
                 continue
             df = t.df(mem)

@@ -250,7 +250,8 @@ class Store:
         self._by_name: dict[str, bytes] = {}
         self._pid_cache: dict[str, bytes] = {}
         self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
-        self.lexical = LexicalIndex(kv, lambda term: self.blind(b"L", term), self.id_of)
+        # blind(b"L", term), computed as mac does (the index keeps the one cache of its terms)
+        self.lexical = LexicalIndex(kv, lambda term: self.mac(b"L", term.encode()), self.id_of)
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
         self.tombstones = 0  # records that are tombstones (TOMBSTONES_KEY): it moves with every erasure
