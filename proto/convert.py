@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -65,6 +66,18 @@ _BY_JSON_KEY: Final[dict[str, Any]] = {
     **{fd.json_name: fd for fd in _ASSET_DESCRIPTOR.fields},
 }
 _INT64_TYPES: Final = (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64)
+# Fields json_format.ParseDict fills from a JSON bool as from a number (true -> 1): a draft's number must be a number.
+_NUMBER_CPP_TYPES: Final = frozenset(
+    {
+        FieldDescriptor.CPPTYPE_DOUBLE,
+        FieldDescriptor.CPPTYPE_FLOAT,
+        FieldDescriptor.CPPTYPE_INT32,
+        FieldDescriptor.CPPTYPE_INT64,
+        FieldDescriptor.CPPTYPE_UINT32,
+        FieldDescriptor.CPPTYPE_UINT64,
+        FieldDescriptor.CPPTYPE_ENUM,
+    }
+)
 
 
 def _plain_kind(fd: Any) -> str | None:
@@ -347,6 +360,7 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
         given[fd.name] = key
         if value is None:
             continue
+        _no_bool_numbers(fd, value, fd.name)
         if fd.name in ENUM_FIELDS:
             value = _json_enum(fd.name, value)
         elif fd.name == "payload" and isinstance(value, Mapping):
@@ -361,6 +375,26 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
         except OverflowError as e:  # an int no double holds (2**1100), which ParseDict lets through
             raise InvalidAsset(f"a number is out of range: {e}") from e
     return msg, prepared
+
+
+def _no_bool_numbers(fd: Any, value: Any, where: str) -> None:
+    """Raise :class:`InvalidAsset` for a JSON bool given for a number or an enum (``where``: the field's path), in the
+    draft's own fields and in its nested messages (not in the payload: any JSON). json_format.ParseDict would read
+    ``true`` as 1, so ``"confidence_score": true`` became a confidence of 1.0."""
+    if fd.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
+        if fd.message_type.full_name.startswith("google.protobuf.") or not isinstance(value, Mapping):
+            return  # the payload (a Struct) holds any JSON; a nested value that is no object, the mapping refuses
+        nested = {**{f.name: f for f in fd.message_type.fields}, **{f.json_name: f for f in fd.message_type.fields}}
+        for key, v in value.items():
+            sub = nested.get(key)
+            if sub is not None and v is not None:
+                _no_bool_numbers(sub, v, f"{where}.{sub.name}")
+        return
+    if fd.cpp_type in _NUMBER_CPP_TYPES and (
+        type(value) is bool or (type(value) is list and any(type(v) is bool for v in value))
+    ):
+        wanted = "an enum name" if fd.cpp_type == FieldDescriptor.CPPTYPE_ENUM else "a number"
+        raise InvalidAsset(f"{where}: expected {wanted}, got {json.dumps(value)}")
 
 
 def _plain_message(prepared: Mapping[str, Any]) -> asset_pb2.Asset | None:

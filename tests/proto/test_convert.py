@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -464,6 +465,32 @@ def test_draft_malformed_values_are_invalid(obj: dict[str, Any]) -> None:
         draft_from_json(obj)
 
 
+@pytest.mark.parametrize(
+    ("obj", "where", "wanted"),
+    [
+        ({"confidence_score": True}, "confidence_score", "a number"),
+        ({"freshnessScore": False}, "freshness_score", "a number"),
+        ({"created_at": True}, "created_at", "a number"),
+        ({"heat": {"visits": True}}, "heat.visits", "a number"),
+        ({"heat": {"score": False}}, "heat.score", "a number"),
+        ({"retention_policy": {"ttlSeconds": True}}, "retention_policy.ttl_seconds", "a number"),
+        ({"source": {"source_id": "r", "end": True}}, "source.end", "a number"),
+        ({"privacy_scope": True}, "privacy_scope", "an enum name"),
+    ],
+)
+def test_a_bool_for_a_number_is_refused_by_name(obj: dict[str, Any], where: str, wanted: str) -> None:
+    """json_format.ParseDict reads a JSON ``true`` given for a number as 1 (``"confidence_score": true`` was a
+    confidence of 1.0). A draft's number must be a number, in its own fields and its nested ones, on both the node's
+    reading and the client's (the message a client sends); a bool in the payload is plain JSON and stays."""
+    from gaml.proto.convert import draft_pb_from_json
+
+    draft = {"asset_type": "fact", "payload": {"text": "x", "ok": True}, **obj}
+    for read in (draft_from_json, draft_pb_from_json):
+        with pytest.raises(InvalidAsset, match=rf"^{re.escape(where)}: expected {wanted}, got (true|false)$"):
+            read(draft)
+    assert draft_from_json({"asset_type": "fact", "payload": {"ok": True}, "tombstone": True})["tombstone"] is True
+
+
 @pytest.mark.parametrize("obj", [[], "fact", None, 3])
 def test_draft_requires_an_object(obj: Any) -> None:
     """Anything but a JSON object raises InvalidAsset."""
@@ -619,6 +646,10 @@ def test_a_json_draft_makes_the_message_the_mapping_makes(monkeypatch: pytest.Mo
         {"signature": "AAEC"},
         {"retention_policy": {"delete_at": 5}},
         {"heat": {"reads": 2}},
+        {"created_at": True},
+        {"heat": {"visits": False}},
+        {"retention_policy": {"ttlSeconds": True}},
+        {"privacy_scope": True},
     ]
     objs += [{"asset_type": "fact", **o} for o in odd]
 
@@ -645,6 +676,7 @@ def test_a_json_draft_makes_the_message_the_mapping_makes(monkeypatch: pytest.Mo
             assert got[1][0].HasField("payload") == ("payload" in got[1][1])
     assert len(direct) == 301 and sum(direct) >= 50
     refused = [i for i, o in enumerate(odd) if outcome({"asset_type": "fact", **o})[0] != "message"]
-    # 5.5 for an integer, -1 for a uint64, 2**63 for an int64, 2**1100 for a double, NaN and ±Infinity unquoted, 1 for
-    # a bool, an int in a list of strings, an int for a string, a field the nested message lacks
-    assert refused == [2, 3, 4, 7, 8, 9, 10, 11, 12, 14, 19]
+    # 5.5 for an integer, -1 for a uint64, 2**63 for an int64, a bool for a double, 2**1100 for a double, NaN and
+    # ±Infinity unquoted, 1 for a bool, an int in a list of strings, an int for a string, a field the nested message
+    # lacks, a bool for an int64, for nested integers and for an enum
+    assert refused == [2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 14, 19, 20, 21, 22, 23]
