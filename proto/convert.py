@@ -360,7 +360,8 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
         given[fd.name] = key
         if value is None:
             continue
-        _no_bool_numbers(fd, value, fd.name)
+        if type(value) in _MAY_HIDE_BOOLS:
+            _no_bool_numbers(fd, value, fd.name)
         if fd.name in ENUM_FIELDS:
             value = _json_enum(fd.name, value)
         elif fd.name == "payload" and isinstance(value, Mapping):
@@ -375,6 +376,9 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
         except OverflowError as e:  # an int no double holds (2**1100), which ParseDict lets through
             raise InvalidAsset(f"a number is out of range: {e}") from e
     return msg, prepared
+
+
+_MAY_HIDE_BOOLS: Final = (bool, dict, list)  # what _no_bool_numbers needs to look at (a str or a number cannot be)
 
 
 def _no_bool_numbers(fd: Any, value: Any, where: str) -> None:
