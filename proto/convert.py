@@ -78,6 +78,7 @@ _NUMBER_CPP_TYPES: Final = frozenset(
         FieldDescriptor.CPPTYPE_ENUM,
     }
 )
+_MAY_HIDE_BOOLS: Final = (bool, dict, list)  # the values that may hold such a bool (a string or a number cannot)
 
 
 def _plain_kind(fd: Any) -> str | None:
@@ -378,9 +379,6 @@ def _draft_message(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, A
     return msg, prepared
 
 
-_MAY_HIDE_BOOLS: Final = (bool, dict, list)  # what _no_bool_numbers needs to look at (a str or a number cannot be)
-
-
 def _no_bool_numbers(fd: Any, value: Any, where: str) -> None:
     """Raise :class:`InvalidAsset` for a JSON bool given for a number or an enum (``where``: the field's path), in the
     draft's own fields and in its nested messages (not in the payload: any JSON). json_format.ParseDict would read
@@ -470,7 +468,8 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises :class:`UnknownEnumValue` for an enum value the schema does not define (the message names the field and
     the accepted names), and :class:`InvalidAsset` for anything else malformed: not an object, an unknown field, a
-    field given twice, or a value of the wrong type (with json_format's message).
+    field given twice, or a value of the wrong type (with json_format's message; a bool for a number or an enum, which
+    json_format would read as 1, by the field's name).
     """
     return _read_draft(obj)[1]
 
