@@ -99,7 +99,7 @@ def open_store(args: argparse.Namespace, *, checkpoint: bool = True) -> Iterator
             node = open_node(args.home, key)
             break
         except StoreLocked:
-            from gaml.node.serve.daemon import pid_alive, read_info
+            from gaml.node.serve.runfiles import pid_alive, read_info
 
             info = read_info(args.home)
             if info and pid_alive(int(info.get("pid", 0))):

@@ -107,7 +107,7 @@ def _doors(args: argparse.Namespace) -> Iterator[tuple[Callable[[str | None], Me
 
 
 def _socket_of(args: argparse.Namespace) -> str:
-    from gaml.node.serve.daemon import read_info
+    from gaml.node.serve.runfiles import read_info
 
     info = read_info(args.home) or {}
     return str(info["socket"])

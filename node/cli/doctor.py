@@ -38,7 +38,7 @@ class Check:
 def _daemon_check(home: Path) -> tuple[Check, Any]:
     """The daemon's health (and a client of it when it serves)."""
     from gaml.node.serve.client import Client
-    from gaml.node.serve.daemon import pid_alive, read_info, socket_listens
+    from gaml.node.serve.runfiles import pid_alive, read_info, socket_listens
 
     info = read_info(home)
     if not info:
@@ -158,8 +158,8 @@ def run_checks(home: Path) -> list[Check]:
 
 def _replication_checks(home: Path, kc: FileKeychain) -> list[Check]:
     """Peers per boundary, from the running daemon's replication status (sealed with a key of ``kc``)."""
-    from gaml.node.serve.daemon import replication_path
     from gaml.node.serve.replicator import read_status
+    from gaml.node.serve.runfiles import replication_path
 
     try:
         st = read_status(replication_path(home), kc)

@@ -91,7 +91,7 @@ def _local_user(args: argparse.Namespace, node: Node) -> str:
 
 
 def _no_daemon(args: argparse.Namespace) -> None:
-    from gaml.node.serve.daemon import pid_alive, read_info
+    from gaml.node.serve.runfiles import pid_alive, read_info
 
     info = read_info(args.home)
     if info and pid_alive(int(info.get("pid", 0))):
@@ -213,8 +213,8 @@ def cmd_subnet_remove(args: argparse.Namespace) -> None:
 
 
 def cmd_peers(args: argparse.Namespace) -> None:
-    from gaml.node.serve.daemon import pid_alive, read_info, replication_path
     from gaml.node.serve.replicator import read_status
+    from gaml.node.serve.runfiles import pid_alive, read_info, replication_path
 
     info = read_info(args.home)
     if info and pid_alive(int(info.get("pid", 0))):

@@ -100,6 +100,15 @@ from gaml.node.home import (
 from gaml.node.pairing import gossip_enabled, mdns_enabled, p2p_config, rendezvous_enabled
 from gaml.node.serve.metrics import Gauges, Metrics
 from gaml.node.serve.replicator import Replicator, status_key
+from gaml.node.serve.runfiles import (
+    SOCKET_NAME,
+    info_path,
+    pid_alive,
+    read_info,
+    replication_path,
+    run_dir,
+    socket_listens,
+)
 from gaml.node.serve.servicer import SERVICE, MemoryServicer, handlers
 from gaml.node.serve.web import url_host
 from gaml.node.shells import certs
@@ -112,13 +121,10 @@ from gaml.policy.errors import GamlError, InvalidInput, PolicyError, StoreError
 from gaml.policy.keychain import NODE_IDENTITY_REF
 
 T = TypeVar("T")
-RUN_DIR: Final = "run"
-SOCKET_NAME: Final = "gaml.sock"
 # Calls after which replication ticks at once.
 WRITES: Final = frozenset({"Put", "Ingest", "Remember", "Forget", "Override", "AddPrincipal", "Curate", "Maintain"})
 # The node's administration: its own user only, on the socket (not a token's principal, not a certificate's).
 ADMIN: Final = frozenset({"Principals", "AddPrincipal", "Sources", "Curate", "Maintain", "Backup"})
-INFO_NAME: Final = "daemon.json"
 MAX_UNIX_PATH: Final = 107  # sun_path is 108 bytes with its NUL
 _CRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
 PRIVATE_PREFIX: Final = "gaml-"  # the gRPC server's private directory: TMPDIR/gaml-<pid>-<random>
@@ -174,48 +180,6 @@ def _bearer(ctx: grpc.aio.ServicerContext) -> str | None:
                 raise Unauthenticated("the authorization metadata is not 'Bearer <token>'")
             return token
     return None
-
-
-def replication_path(home: Path) -> Path:
-    """What a running daemon reports of replication (``gaml peers``)."""
-    return run_dir(home) / "replication.json"
-
-
-def run_dir(home: Path) -> Path:
-    return home / RUN_DIR
-
-
-def info_path(home: Path) -> Path:
-    return run_dir(home) / INFO_NAME
-
-
-def read_info(home: Path) -> dict[str, Any] | None:
-    """What a running daemon wrote about itself (pid, socket, TCP address), or ``None``."""
-    try:
-        info: dict[str, Any] = json.loads(info_path(home).read_text())
-    except (OSError, ValueError):
-        return None
-    return info if isinstance(info, dict) else None
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def socket_listens(path: Path) -> bool:
-    """Whether a process accepts connections on the Unix socket ``path`` (a refused or missing one: no)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 # -- the core thread ---------------------------------------------------------------------------------------------------
@@ -1060,4 +1024,4 @@ def run(home: Path, unlock: Unlock, options: Options | None = None, *, log_level
     uvloop.run(daemon.serve())
 
 
-__all__ = ["CoreLane", "Daemon", "Options", "TrioGuest", "configure_logging", "read_info", "run"]
+__all__ = ["CoreLane", "Daemon", "Options", "TrioGuest", "configure_logging", "run"]

@@ -77,7 +77,7 @@ def connect(
         key, cert, ca = certs.load_client(*certs.client_paths(Path(certs_dir).expanduser(), principal))
         client = Client.mtls(address, key, cert, ca, timeout_s=timeout_s)
     else:
-        from gaml.node.serve.daemon import pid_alive, read_info, socket_listens
+        from gaml.node.serve.runfiles import pid_alive, read_info, socket_listens
 
         where = Path(home).expanduser() if home is not None else default_home()
         info = read_info(where)

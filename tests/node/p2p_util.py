@@ -29,8 +29,8 @@ from gaml.node.core.replica import record_of
 from gaml.node.core.store.store import Store
 from gaml.node.home import init_home, open_node
 from gaml.node.serve.client import Client
-from gaml.node.serve.daemon import read_info, replication_path
 from gaml.node.serve.replicator import read_status
+from gaml.node.serve.runfiles import read_info, replication_path
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, NotFound

@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from gaml.node.core.service import MAX_SESSION_CHARS, IngestFile, check_turns
 from gaml.node.core.store.kv import SPACES
 from gaml.node.serve.client import Client
-from gaml.node.serve.daemon import Daemon, read_info
+from gaml.node.serve.daemon import Daemon
+from gaml.node.serve.runfiles import read_info
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy.errors import GamlError, InvalidInput
 from gaml.v1 import asset_pb2, memory_pb2

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gaml.node.serve.daemon import read_info
+from gaml.node.serve.runfiles import read_info
 from gaml.policy.errors import NotFound
 from tests.node.p2p_util import Fleet, Peer, _env, get_or_none
 
