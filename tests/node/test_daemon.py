@@ -816,55 +816,47 @@ _REPORT_IMPORTS = (
 )
 
 
+def _light_child(code: str, stdin: str | None = None) -> tuple[list[str], list[str]]:
+    """Run ``code`` in a fresh interpreter: the lines it printed, and which of :data:`_HEAVY` it had imported."""
+    r = subprocess.run(
+        [sys.executable, "-c", f"{code}\n{_REPORT_IMPORTS}\n"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    *printed, imported = r.stdout.strip().splitlines()
+    return printed, json.loads(imported)
+
+
 def test_a_command_and_the_sdk_reach_the_daemon_without_importing_the_server() -> None:
-    """`gaml put`, `gaml search` and the SDK's ``connect`` find the daemon from its run files and talk to it over the
-    socket without importing the daemon's own module (its server, replication over libp2p, trio): importing that
-    took ~0.6 s of every command's start. That they went through the daemon shows in what they read and write: the
+    """`gaml put` and a search through the SDK's ``connect`` find the daemon from its run files and talk to it over
+    the socket without importing the daemon's own module (its server, replication over libp2p, trio): importing that
+    took ~0.6 s of every command's start. That they went through the daemon shows in what they write and read: the
     daemon holds the store, so nothing else could have answered."""
     home = make_home(("alice",), tls=False)
     try:
         with thread_daemon(home, listen=False), unix_client(home) as c:
             argv = ["--home", str(home.path), "put", "-"]
-            code = (
+            put = (
                 "import runpy, sys\n"
                 f"sys.argv = ['gaml', *{argv!r}]\n"
                 "try:\n    runpy.run_module('gaml.node.cli', run_name='__main__')\nexcept SystemExit as e:\n"
-                "    assert not e.code, e.code\n"
-                f"{_REPORT_IMPORTS}\n"
+                "    assert not e.code, e.code"
             )
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            r = subprocess.run(
-                [sys.executable, "-c", code],
-                input=json.dumps(fact("the light client wrote this")),
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=ROOT,
-                timeout=120,
-                check=False,
-            )
-            assert r.returncode == 0, r.stderr
-            new_id, imported = r.stdout.strip().splitlines()
-            assert json.loads(imported) == []
+            (new_id,), imported = _light_child(put, json.dumps(fact("the light client wrote this")))
+            assert imported == []
             assert c.get(new_id)["payload"]["text"] == "the light client wrote this"
-            code = (
+            search = (
                 "from gaml.node import connect\n"
                 f"with connect({str(home.path)!r}) as m:\n"
-                "    print(m.search('light client', k=1)[0].asset.payload['text'])\n"
-                f"{_REPORT_IMPORTS}\n"
+                "    print(m.search('light client', k=1)[0].asset.payload['text'])"
             )
-            r = subprocess.run(
-                [sys.executable, "-c", code],
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=ROOT,
-                timeout=120,
-                check=False,
-            )
-            assert r.returncode == 0, r.stderr
-            text, imported = r.stdout.strip().splitlines()
-            assert text == "the light client wrote this" and json.loads(imported) == []
+            assert _light_child(search) == (["the light client wrote this"], [])
     finally:
         remove_home(home)
 
