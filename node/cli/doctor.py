@@ -38,12 +38,12 @@ class Check:
 def _daemon_check(home: Path) -> tuple[Check, Any]:
     """The daemon's health (and a client of it when it serves)."""
     from gaml.node.serve.client import Client
-    from gaml.node.serve.runfiles import pid_alive, read_info, socket_listens
+    from gaml.node.serve.runfiles import read_info, serves
 
     info = read_info(home)
     if not info:
         return Check("daemon", "ok", "not running (commands open the store themselves)"), None
-    if not pid_alive(int(info.get("pid", 0))) or not socket_listens(Path(info["socket"])):
+    if not serves(info):
         return (
             Check(
                 "daemon",

@@ -54,10 +54,10 @@ def _daemon(args: argparse.Namespace) -> Any:
     A daemon that left its ``run/daemon.json`` but is gone (killed) does not count; one that runs but does not answer
     is an error that says so, rather than a silent fallback to a database it still holds."""
     from gaml.node.serve.client import Client
-    from gaml.node.serve.runfiles import pid_alive, read_info, socket_listens
+    from gaml.node.serve.runfiles import read_info, serves
 
     info = read_info(args.home)
-    if not info or not pid_alive(int(info.get("pid", 0))) or not socket_listens(Path(info["socket"])):
+    if not info or not serves(info):
         return None  # none ever ran, or it was killed (its run/daemon.json and socket file stay behind)
     client = Client.unix(info["socket"])
     try:

@@ -59,6 +59,12 @@ def socket_listens(path: Path) -> bool:
     return True
 
 
+def serves(info: dict[str, Any]) -> bool:
+    """Whether the daemon that wrote ``info`` (:func:`read_info`) still runs and accepts connections on its socket. A
+    daemon that was killed leaves its ``daemon.json`` and socket file behind: those do not count."""
+    return pid_alive(int(info.get("pid", 0))) and socket_listens(Path(info["socket"]))
+
+
 __all__ = [
     "INFO_NAME",
     "RUN_DIR",
@@ -68,5 +74,6 @@ __all__ = [
     "read_info",
     "replication_path",
     "run_dir",
+    "serves",
     "socket_listens",
 ]

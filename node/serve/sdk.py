@@ -77,11 +77,11 @@ def connect(
         key, cert, ca = certs.load_client(*certs.client_paths(Path(certs_dir).expanduser(), principal))
         client = Client.mtls(address, key, cert, ca, timeout_s=timeout_s)
     else:
-        from gaml.node.serve.runfiles import pid_alive, read_info, socket_listens
+        from gaml.node.serve.runfiles import read_info, serves
 
         where = Path(home).expanduser() if home is not None else default_home()
         info = read_info(where)
-        if not info or not pid_alive(int(info.get("pid", 0))) or not socket_listens(Path(info["socket"])):
+        if not info or not serves(info):
             raise Unavailable(f"no daemon serves {where}: start one with `gaml --home {where} run`")
         client = Client.unix(info["socket"], timeout_s=timeout_s, token=token)
     try:
