@@ -280,13 +280,16 @@ def plaintexts(store: Store) -> Iterator[tuple[str, bytes]]:
             yield f"snapshot {part.ref.name}", crypto.open_stream(store._live[part.pid].key, snapshot, aad)
 
 
-def postings(store: Store, word: str) -> list[bytes]:
-    """The lexical postings of ``word`` in every partition (a prefix scan by its blinded term)."""
-    blind = store.blind(b"L", word)
+def postings(store: Store, word: str) -> list[str]:
+    """The live documents the lexical index lists under ``word`` (its blinded term), in every partition."""
+    (term,) = tokenize(word)
+    blind = store.blind(b"L", term)
     out = []
     for part in store.partitions():
-        prefix = b"L" + part.pid + blind
-        out += [k for k, _ in store.kv.load_range("index", prefix, prefix + b"\xff" * 17)]
+        mem = store.lexical._postings(part.pid)
+        found = mem.terms.get(blind)
+        if found is not None:
+            out += [mem.ids[o] for o in found.arrays()[0].tolist() if mem.alive[o]]
     return out
 
 
@@ -312,7 +315,7 @@ def test_forget_erases_an_item_and_its_influence(tmp_path: Path) -> None:
     assert facts and any(WORD in a.text().lower() for a in facts)
     assert any(WORD in r.text() for r in arc.values())
     assert any(WORD.encode() in data for _, data in plaintexts(store))
-    assert postings(store, WORD)
+    assert target in postings(store, WORD)
     lay.node.checkpoint()
     vector = store._load_vector(store._live[store.pid_of(partition_of(store.get(target)))], store.sid(target))
     assert vector is not None and any(vector.tobytes() in data for _, data in plaintexts(store))
@@ -329,7 +332,9 @@ def test_forget_erases_an_item_and_its_influence(tmp_path: Path) -> None:
     blinded_term = store.blind(b"L", term)  # how the word's postings are keyed (only the forgotten item has it)
     store.kv.purge({})  # flushes every memtable: these versions now sit in table files, as in any older database
     assert all(blob and files_holding(tmp_path, blob[-48:]) for blob in sealed_before)
-    assert files_holding(tmp_path, blinded_term)
+    # The postings are on disk only inside the sealed index snapshots: there, the term's key is found once opened.
+    assert any(where.startswith("snapshot") and blinded_term in data for where, data in plaintexts(store))
+    assert files_holding(tmp_path, blinded_term) == []
     lay.node.governance.add_principal(Principal("mallory"))
     before = kv_dump(store)
     with pytest.raises(NotFound, match=f"^no asset {target}$"):  # as for an id that does not exist
@@ -343,8 +348,9 @@ def test_forget_erases_an_item_and_its_influence(tmp_path: Path) -> None:
     assert [where for where, data in plaintexts(store) if WORD.encode() in data.lower()] == []
     assert [where for where, data in plaintexts(store) if vector.tobytes() in data] == []
     assert not [k for k, _ in store.kv.load_range("vectors") if k.endswith(store.sid(target))]
-    # (b) nor does the lexical index
+    # (b) nor does the lexical index, in memory or in a snapshot
     assert postings(store, WORD) == []
+    assert [where for where, data in plaintexts(store) if blinded_term in data] == []
     assert all(store.lexical.search(p.pid, WORD, 10) == [] for p in store.partitions())
     # (c) provenance: nothing live derives from it; its arc's rungs were rebuilt in place; its facts are tombstoned
     assert derived_from_item(store, target) == []

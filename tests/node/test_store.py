@@ -352,9 +352,9 @@ def test_replay_after_unclean_stop(world: World) -> None:
 
 
 def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world: World) -> None:
-    """The BM25 postings travel in the sealed snapshot: a reopened store holds them before any search, and the writes
-    after the snapshot (puts, edits, a delete, replayed from the journal) leave them equal to a fresh read of every
-    posting from the store."""
+    """The BM25 postings travel in the sealed snapshot, and nowhere else on disk: a reopened store holds them before any
+    search, and the writes after the snapshot (puts, edits, a delete, a move, replayed from the journal) leave them
+    equal to postings made afresh from every record of the partition."""
     node = world.open_node()
     ids = node.put([fact(f"early fact {i} walnut {'amber' if i % 3 else 'cedar'}") for i in range(40)], NOW)
     node.put([fact("a walnut cedar box")], NOW)
@@ -376,8 +376,10 @@ def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world
     assert ids[2] not in {i for i, _ in node.store.lexical.search(pid, "early fact 2", 100)}
     devices = node.store.pid_of(PartitionRef.parse("trusted_devices|owner:alice"))
     assert ids[2] in {i for i, _ in node.store.lexical.search(devices, "early fact 2", 100)}
-    node.store.lexical.forget(pid)  # read every posting from the store again
+    node.store._build_postings(pid, node.store._members(pid))  # made again from the records
     assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
+    assert next(world.kv.load_range("index", b"L", b"M"), None) is None  # no posting written per commit
+    assert next(world.kv.load_range("index", b"l", b"m"), None) is None
     node.close()
     node = world.open_node()  # from a snapshot that holds them all
     assert node.store.rebuilt_indexes == 0 and node.store.replayed_events == 0
@@ -900,39 +902,41 @@ class FailingCommitKV(MemoryKV):
         super().commit(ops, sync=sync)
 
 
-def test_postings_of_another_analyzer_are_made_again_on_open_even_after_an_interrupted_run(
+def test_postings_of_another_analyzer_are_made_again_on_open_and_postings_on_disk_are_deleted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A store whose postings an earlier analyzer made (the plural stemmer only; no analyzer named) is re-analysed
-    when it opens: every live asset's postings made again, the statistics a recount of them, another form of a word
-    found; a run that fails half-way leaves the store to be re-analysed whole on the next open, and once done it is
-    not done again."""
+    """A store whose postings an earlier analyzer made (the plural stemmer only; no analyzer named, and a snapshot
+    whose postings name another) has them made again from its records when it opens: every live asset's, the
+    statistics a recount of them, another form of a word found; once sealed in a snapshot, not again. The postings an
+    earlier GAML kept on disk (a key per posting, one per partition) are deleted as it opens, a batch per commit: a
+    run that fails half-way leaves the rest to the next open, and the store answers the same."""
     w = memory_world()
     monkeypatch.setattr(lexical, "_stem", lexical._plural)
+    monkeypatch.setattr(lexical, "SNAPSHOT_MAGIC", b"LX1")
     node = w.open_node()
     ids = node.put(
         [fact(f"note {i}: alice was painting walls {'and hiking' if i % 3 == 0 else ''}") for i in range(9)], NOW
     )
     node.delete(ids[3], NOW + 1)
+    pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
     node.close()
     assert isinstance(w.kv, MemoryKV)
     base = w.kv.reopened()
     base.commit([store_mod.Delete("meta", store_mod.ANALYZER_KEY)])  # as a store of an earlier GAML: none named
+    on_disk = [store_mod.Put("index", b"L" + pid + bytes([n]) * 16 + bytes(16), bytes(8)) for n in range(25)]
+    base.commit([*on_disk, store_mod.Put("index", b"l" + pid, bytes(16))])  # as an earlier GAML wrote them
     monkeypatch.undo()
-    monkeypatch.setattr(store_mod, "REANALYZE_BATCH", 2)
-    monkeypatch.setattr(store_mod, "REANALYZE_DELETES", 10)
-    postings = sum(1 for _ in base.load_range("index", b"L", b"M"))
-    assert postings > 20
-    lists = postings // 10 + 1  # the last one with the statistics
-    w.make_kv = lambda: FailingCommitKV(base, allowed=lists + 1)  # the deletes, one batch: then the disk fails
+    monkeypatch.setattr(store_mod, "DISK_POSTINGS_DELETES", 10)
+    w.make_kv = lambda: FailingCommitKV(base, allowed=1)  # one batch of deletes: then the disk fails
     with pytest.raises(OSError, match="injected"):
         w.open_node()
+    assert sum(1 for _ in base.reopened().load_range("index", b"L", b"M")) == 15
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) is None
     w.make_kv = lambda: base.reopened()
     node = w.open_node()
     assert node.store.reanalyzed_assets == 8 and node.store.rebuilt_indexes == 0  # re-analysed, not damaged
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) == lexical.ANALYZER.encode()
-    pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    assert [k for k, _ in base.reopened().load_range("index") if k[:1] in b"Ll"] == []
     live = [i for n, i in enumerate(ids) if n != 3]
     assert {i for i, _ in node.store.lexical.search(pid, "painted", 100)} == set(live)
     assert {i for i, _ in node.store.lexical.search(pid, "hikes", 100)} == {ids[0], ids[6]}
@@ -940,7 +944,8 @@ def test_postings_of_another_analyzer_are_made_again_on_open_even_after_an_inter
     assert count == len(live) and total == sum(len(lexical.tokenize(node.store.get(i).text())) for i in live)
     node.close()
     node = w.open_node()
-    assert node.store.reanalyzed_assets == 0
+    assert node.store.reanalyzed_assets == 0 and node.store.rebuilt_indexes == 0
+    assert {i for i, _ in node.store.lexical.search(pid, "painted", 100)} == set(live)
     node.close()
 
 

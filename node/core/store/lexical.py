@@ -1,7 +1,15 @@
-"""A BM25 inverted index over the ``KV``, one per partition, whose updates are ops for the store's own commit.
+"""A BM25 inverted index per partition, held in memory; the store makes it durable with its sealed snapshots and its
+journal.
 
-The index is pure core: it reads through the ``KV`` it is given, never writes (``doc_ops`` *returns* the ops, so the
-store puts them in the same atomic commit as the asset), and uses no clock or randomness.
+The index is pure core: it reads and writes nothing, and uses no clock or randomness. Its postings are never written
+per commit: a write stages what a document's text now is (:meth:`LexicalIndex.stage`), and once the store's commit of
+the asset (and its journal entry) succeeded, :meth:`LexicalIndex.commit_staged` brings the postings in memory to it
+(``discard_staged`` drops what a failed commit staged). The store's checkpoint writes the postings (:meth:`dump`) into
+the partition's sealed index snapshot, which records the journal sequence it covers; on open the store loads them
+(:meth:`load`) and replays the journal after it (:meth:`replace`), or, without a usable snapshot, makes them from the
+partition's records (:meth:`build`). So the records are the truth, as they are for the views and the vectors: a bulk
+write pays for its records and its journal, not for ~20 keys a document (on the in-process put path: ~290 → ~190 µs
+an asset), and nothing of the postings is on disk but inside a sealed snapshot.
 
 Tokens (:func:`tokenize`)
     NFKC-normalised, case-folded text; the typographic apostrophe (U+2019) becomes ``'``. Tokens are runs of
@@ -14,22 +22,14 @@ Tokens (:func:`tokenize`)
     alone). Any other token of four or more characters goes through a minimal plural stemmer (Harman's "S" stemmer,
     as Lucene's ``EnglishMinimalStemmer`` applies it): ``-ies`` becomes ``-y`` unless preceded by ``a`` or ``e``;
     ``-es`` after ``a``, ``e``, ``i`` or ``o`` is kept; a final ``s`` is otherwise removed unless the word ends in
-    ``ss`` or ``us``. The analyzer is named (:data:`ANALYZER`): the store keeps the name its postings were made with
-    and re-analyses every partition when it opens a store made with another (``Store.open``).
+    ``ss`` or ``us``. The analyzer is named (:data:`ANALYZER`), and so are the postings it makes in a snapshot
+    (:data:`SNAPSHOT_MAGIC`): postings of another analyzer are not loaded, and the store makes them again from the
+    records (``Store.open``).
 
-Layout (space ``index``; the store uses other first bytes there: ``y s o n e g m t T``)
-
-==========================================  =================================================================
-key                                         value
-==========================================  =================================================================
-``L`` pid(16) blind(term)(16) sid(16)       ``>II`` term frequency, document length (in tokens)
-``l`` pid(16)                               ``>QQ`` document count, total length (in tokens) of the partition
-==========================================  =================================================================
-
-``blind`` is the caller's keyed hash (16 bytes), so no term is on disk in the clear; term frequencies and document
-lengths are (as small integers). A document is *in* the index when its text has at least one token: a document
-whose text is absent (``None``) or has no tokens has no postings and is not counted, so the statistics always equal
-a recount from the postings alone.
+Terms are held by ``blind(term)``, the caller's keyed hash (16 bytes), so a snapshot holds no term in the clear even
+before it is sealed. A document is *in* the index when its text has at least one token: a document whose text is
+absent (``None``) or has no tokens has no postings and is not counted, so the statistics (document count, total
+length) always equal a recount from the postings.
 
 Scoring (:meth:`LexicalIndex.search`): for the query's distinct tokens ``t`` (at most :data:`QUERY_TERMS_MAX`, the
 first ones in query order), over the one partition,
@@ -44,74 +44,46 @@ excluded ones included: it is a statistic of the partition, identical for every 
 about which documents the filter excluded (a ``df`` counted after filtering would). Results are the best ``k``, by
 score descending then ``sid`` ascending.
 
-Postings in memory. A search does not read the ``KV``: each partition's postings are held in memory, per term as arrays
-of document ordinals (ascending) and term frequencies (``uint32``). They come from the store's sealed index snapshot
-(:meth:`dump`, :meth:`load`; parsed on the partition's first search, and the journal after the snapshot replayed into
-them with :meth:`replace`), else from one range scan of the partition's postings on its first search; a partition that
-had no postings when a commit wrote to it starts in memory then, with nothing to read. They are kept in step with every
-committed change (``commit_staged`` applies what the committed ops did; ``discard_staged`` drops the partitions touched,
-to be read again from disk). A changed or removed document's ordinal is retired (a live mask; a term's ``df`` counts its
-live postings), a new version gets a new ordinal; when retired ordinals outnumber live ones the partition is compacted
-in memory. Scoring is vectorised (numpy) and pruned as MaxScore prunes (:meth:`LexicalIndex.search`): a query's
-frequent terms are only looked up for the documents its rarer terms met, once no other document can reach the ``k``
-best. Pruning sums each posting's BM25 factor kept from earlier searches (float32, made at the average length of
-their time, within a known ratio of today's; a search's bounds widen by it), so a posting costs a multiply-add, not
-the formula; the few documents kept are then scored exactly (float64, in the formula's order of operations, summed in
-the query's term order): the result is the exhaustive one whatever was pruned. A term's live count (``df``) is kept
-between searches and counted again after a retirement in the partition. Nothing of this is written in the clear: the
-terms are the blinded keys, and the snapshot is sealed with the partition's key (the kept factors are never written).
-
-The staged-statistics protocol. The statistics key of a partition is rewritten by every change, and one commit may
-change several documents of a partition, so ``doc_ops`` cannot read the statistics from disk for each of them. The
-index keeps two caches of ``(count, total)`` per partition: *committed* (what is on disk; loaded lazily) and
-*staged* (what the ops produced since the last commit will leave on disk). ``doc_ops`` starts from the staged value
-(else the committed one) and stages the result; successive calls chain, so their ops must be committed together, in
-call order (the last statistics ``Put`` of a partition holds the final value). After the ``KV`` commit the store
-calls exactly one of:
-
-- ``commit_staged()``: it succeeded; the staged values become the committed ones;
-- ``discard_staged()``: it failed (or was abandoned); the staged values are dropped, and so are the committed ones of
-  the partitions they touched, which are read again from disk on next use. Disk is the truth whether or not a
-  failing commit in fact landed.
-
-``old_text`` must be the text the index last saw for the document (the store passes the previous version's text):
-the index trusts it, and raises :class:`StoreCorrupt` only when it drives a statistic below zero. Documents stored
-before the index existed need a backfill (``doc_ops(pid, sid, text, None)`` for each) before they are edited.
+Postings in memory: per term, arrays of document ordinals (ascending) and term frequencies (``uint32``). A snapshot's
+are parsed on the partition's first use. A changed or removed document's ordinal is retired (a live mask; a term's
+``df`` counts its live postings), a new version gets a new ordinal; when retired ordinals outnumber live ones the
+partition is compacted in memory. Scoring is vectorised (numpy) and pruned as MaxScore prunes
+(:meth:`LexicalIndex.search`): a query's frequent terms are only looked up for the documents its rarer terms met, once
+no other document can reach the ``k`` best. Pruning sums each posting's BM25 factor kept from earlier searches
+(float32, made at the average length of their time, within a known ratio of today's; a search's bounds widen by it), so
+a posting costs a multiply-add, not the formula; the few documents kept are then scored exactly (float64, in the
+formula's order of operations, summed in the query's term order): the result is the exhaustive one whatever was
+pruned. A term's live count (``df``) is kept between searches and counted again after a retirement in the partition.
+The kept factors are never written.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import operator
 import re
 import struct
 import threading
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from typing import Final
 
 import numpy as np
 import Stemmer
 
-from gaml.node.core.store.kv import KV, Delete, Op, Put, prefix_end
 from gaml.node.core.store.views import collector_paused
 from gaml.policy.errors import StoreCorrupt
 
-SPACE: Final = "index"
-POSTING_PREFIX: Final = b"L"
-STATS_PREFIX: Final = b"l"
 ID_BYTES: Final = 16  # pid, sid and blind(term) are 16 bytes each
-POSTING: Final = struct.Struct(">II")  # term frequency, document length
-STATS: Final = struct.Struct(">QQ")  # document count, total length
-POSTING_KEY_BYTES: Final = len(POSTING_PREFIX) + 3 * ID_BYTES
 UINT32_MAX: Final = 2**32 - 1
 # The analyzer (tokens, stopwords, stemmer) the postings are made with; a store made with another is re-analysed.
 ANALYZER: Final = "gaml-lexical-2"  # 1: the plural stemmer only; 2: Snowball English for ASCII words
-SNAPSHOT_MAGIC: Final = b"LX2"  # 2: postings of ANALYZER 2 (a snapshot of another is not loaded: read from disk)
+# The postings of a snapshot name their analyzer: LX2, ANALYZER 2 (change both together). Postings of another are not
+# loaded: the store makes them again from its records.
+SNAPSHOT_MAGIC: Final = b"LX2"
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -126,7 +98,6 @@ STOPWORDS: Final = frozenset(
 
 _TOKEN_RE: Final = re.compile(r"[\w']+")
 TERM_KEYS_MAX: Final = 1 << 16  # the blinded terms an index remembers (emptied when full)
-_KEY: Final = operator.attrgetter("key")  # an op's key
 
 
 _SNOWBALL: Final = Stemmer.Stemmer("english", 0)  # no cache of its own: _stem's is bounded
@@ -248,7 +219,7 @@ class _Term:
         return self.docs, self.tf
 
     def sort(self) -> None:
-        """Put the postings in ordinal order (read off disk, or from an older snapshot, they may not be); a document
+        """Put the postings in ordinal order (an older snapshot's may not be in it); a document
         listed twice is refused."""
         docs, tf = self.arrays()
         order = np.argsort(docs, kind="stable")
@@ -318,6 +289,7 @@ class _Postings:
         self.alive = np.zeros(1024, np.bool_)
         self.count = 0  # ordinals handed out
         self.retired = 0  # ordinals retired (a term's cached df is counted again after one)
+        self.total = 0  # the live documents' lengths, added up
 
     @classmethod
     def of(cls, sids: list[bytes], ids: list[str], lengths: np.ndarray) -> _Postings:
@@ -332,6 +304,7 @@ class _Postings:
         mem.length, mem.alive = np.zeros(room, np.float64), np.zeros(room, np.bool_)
         mem.length[:n] = lengths
         mem.alive[:n] = True
+        mem.total = int(np.asarray(lengths, np.int64).sum())
         return mem
 
     def _new(self, sid: bytes, id_: str, length: int) -> int:
@@ -341,6 +314,7 @@ class _Postings:
             self.alive = np.concatenate((self.alive, np.zeros(o, np.bool_)))
         self.length[o] = length
         self.alive[o] = True
+        self.total += length
         self.sids.append(sid)
         self.ids.append(id_)
         self.ordinal[sid] = self.by_id[id_] = o
@@ -360,6 +334,7 @@ class _Postings:
         if o is not None:
             self.alive[o] = False
             self.retired += 1
+            self.total -= int(self.length[o])
             self.by_id.pop(self.ids[o], None)
         if new:
             o = self._new(sid, id_, length)
@@ -368,7 +343,7 @@ class _Postings:
 
     @property
     def stale(self) -> bool:
-        """Retired ordinals outnumber live ones (and there are enough to matter): read the partition again."""
+        """Retired ordinals outnumber live ones (and there are enough to matter): compact the partition."""
         return self.count > 4096 and self.count > 2 * len(self.ordinal)
 
 
@@ -399,77 +374,82 @@ class _Eligible:
 
 
 class LexicalIndex:
-    """BM25 postings and per-partition statistics in the ``index`` space of ``kv`` (module docstring: the layout,
-    the formula, postings in memory and the staged-statistics protocol). ``blind(term)`` must return 16 bytes, and be
-    keyed; ``id_of(sid)`` gives the asset id a search answers with (the store's; the sid in hex by default)."""
+    """Per-partition BM25 postings in memory (module docstring: what the store keeps of them, the formula, the
+    pruning). ``blind(term)`` must return 16 bytes, and be keyed; ``id_of(sid)`` gives the asset id a search answers
+    with (the store's; the sid in hex by default)."""
 
-    def __init__(self, kv: KV, blind: Callable[[str], bytes], id_of: Callable[[bytes], str] = bytes.hex) -> None:
-        self._kv = kv
+    def __init__(self, blind: Callable[[str], bytes], id_of: Callable[[bytes], str] = bytes.hex) -> None:
         self._blind = blind
         self._term_keys: dict[str, bytes] = {}  # term -> blind(term), for the terms met last (TERM_KEYS_MAX at most)
         self._id_of = id_of
-        self._committed: dict[bytes, tuple[int, int]] = {}
-        self._staged: dict[bytes, tuple[int, int]] = {}
-        # What the staged ops do to documents, in call order: (pid, sid, new terms, new length).
-        self._staged_docs: list[tuple[bytes, bytes, dict[bytes, int], int]] = []
+        # What the writes since the last commit_staged / discard_staged make of documents, in call order:
+        # (pid, sid, terms, length).
+        self._staged: list[tuple[bytes, bytes, dict[bytes, int], int]] = []
         self._memory: dict[bytes, _Postings] = {}
         self._sealed: dict[bytes, bytes] = {}  # a snapshot's postings, parsed on first use (:meth:`load`)
         self.looked_up = 0  # query terms that searches only looked up for the documents met (pruned), in all
         self.scored_whole = 0  # query terms past that point scored over every posting (fewer than the documents met)
 
-    # -- statistics ------------------------------------------------------------------------------------------------
-
     def stats(self, pid: bytes) -> tuple[int, int]:
-        """``(document count, total length in tokens)`` of the partition, as committed (staged changes excluded)."""
+        """``(document count, total length in tokens)`` of the partition (staged changes excluded)."""
         _check_id(pid, "partition id")
-        got = self._committed.get(pid)
-        if got is None:
-            raw = self._kv.load(SPACE, STATS_PREFIX + pid)
-            if raw is None:
-                got = (0, 0)
-            elif len(raw) != STATS.size:
-                raise StoreCorrupt(f"lexical statistics of partition {pid.hex()}: {len(raw)} bytes, not {STATS.size}")
-            else:
-                got = STATS.unpack(raw)
-            self._committed[pid] = got
-        return got
-
-    def has_staged(self) -> bool:
-        """Whether ops were produced since the last ``commit_staged`` / ``discard_staged``."""
-        return bool(self._staged)
-
-    def commit_staged(self) -> None:
-        """The commit holding every op produced since the last call succeeded: staged statistics become committed,
-        and the postings in memory follow. A partition that had no postings before this commit starts in memory
-        (empty) and is kept in step from then on: its postings are all what the commits bring, so its first search
-        reads nothing from disk (a memory ingested in one process is searched there without a scan)."""
-        for pid in self._staged:
-            if pid not in self._memory and pid not in self._sealed and self._committed.get(pid) == (0, 0):
-                self._memory[pid] = _Postings()
-        self._committed.update(self._staged)
-        self._staged.clear()
-        for pid, sid, new, length in self._staged_docs:
-            if pid in self._sealed:
-                self._postings(pid)  # a snapshot's, not parsed yet: parsed now, to take the change
-            mem = self._memory.get(pid)
-            if mem is not None:
-                mem.change(sid, self._id_of(sid), new, length)
-        for pid in {d[0] for d in self._staged_docs}:
-            mem = self._memory.get(pid)
-            if mem is not None and mem.stale:  # compacted in memory: no read of the partition's postings
-                self._memory[pid] = self._parse(self.dump(pid))
-        self._staged_docs.clear()
-
-    def discard_staged(self) -> None:
-        """That commit failed or was abandoned: drop the staged statistics, and reread those partitions from disk."""
-        for pid in self._staged:
-            self._committed.pop(pid, None)
-            self._memory.pop(pid, None)
-            self._sealed.pop(pid, None)
-        self._staged.clear()
-        self._staged_docs.clear()
+        mem = self._postings(pid)
+        return len(mem.ordinal), mem.total
 
     # -- updates ---------------------------------------------------------------------------------------------------
+
+    def has_staged(self) -> bool:
+        """Whether documents were staged since the last ``commit_staged`` / ``discard_staged``."""
+        return bool(self._staged)
+
+    def stage(self, pid: bytes, sid: bytes, text: str | None) -> None:
+        """Document ``sid`` of partition ``pid`` is to be ``text`` (None: absent) once the commit being made lands:
+        call ``commit_staged`` after it succeeded, ``discard_staged`` if it failed. Nothing changes before."""
+        _check_id(pid, "partition id")
+        _check_id(sid, "sid")
+        terms, length = self._terms(text)
+        self._staged.append((pid, sid, terms, length))
+
+    def commit_staged(self) -> None:
+        """The commit of what was staged succeeded: the postings follow it, in call order. A partition the index held
+        nothing of starts empty (a new one)."""
+        for pid, sid, terms, length in self._staged:
+            self._postings(pid).change(sid, self._id_of(sid), terms, length)
+        for pid in {d[0] for d in self._staged}:
+            mem = self._memory[pid]
+            if mem.stale:  # compacted in memory
+                self._memory[pid] = self._parse(self._dump(mem))
+        self._staged.clear()
+
+    def discard_staged(self) -> None:
+        """That commit failed or was abandoned: what was staged is dropped (the postings never took it)."""
+        self._staged.clear()
+
+    def replace(self, pid: bytes, sid: bytes, text: str | None) -> None:
+        """Document ``sid`` of partition ``pid`` is now ``text`` (None: absent), on disk already (the store's replay
+        of its journal after a snapshot)."""
+        _check_id(pid, "partition id")
+        _check_id(sid, "sid")
+        terms, length = self._terms(text)
+        self._postings(pid).change(sid, self._id_of(sid), terms, length)
+
+    def build(self, pid: bytes, docs: Iterable[tuple[bytes, str | None]]) -> int:
+        """Make the partition's postings from its documents ``(sid, text)`` (what it held before is dropped): where
+        no snapshot's can be used. Returns the documents indexed (those with a token)."""
+        _check_id(pid, "partition id")
+        if any(d[0] == pid for d in self._staged):
+            raise RuntimeError("a partition is built between commits, not with documents staged")
+        self._sealed.pop(pid, None)
+        mem = _Postings()
+        with collector_paused():  # a term object per distinct term, all kept
+            for sid, text in docs:
+                _check_id(sid, "sid")
+                terms, length = self._terms(text)
+                mem.change(sid, self._id_of(sid), terms, length)
+        self._memory[pid] = mem
+        return len(mem.ordinal)
+
+    # -- terms -----------------------------------------------------------------------------------------------------
 
     def _terms(self, text: str | None) -> tuple[dict[bytes, int], int]:
         """``{blind(term): frequency}`` and the length of ``text`` in tokens (empty and 0 for ``None``)."""
@@ -495,85 +475,31 @@ class LexicalIndex:
             self._term_keys[term] = b
         return b
 
-    def doc_ops(self, pid: bytes, sid: bytes, new_text: str | None, old_text: str | None) -> list[Op]:
-        """The ops, sorted by key, that move document ``sid`` of partition ``pid`` from ``old_text`` to ``new_text``
-        (``None``: absent), statistics included; empty when its terms do not change. The result is staged: commit
-        the ops (with those of every other call since the last commit, in call order), then call ``commit_staged``,
-        or ``discard_staged`` if the commit failed."""
-        _check_id(pid, "partition id")
-        _check_id(sid, "sid")
-        old, old_len = self._terms(old_text)
-        new, new_len = self._terms(new_text)
-        if old == new and old_len == new_len:
-            return []
-        base = POSTING_PREFIX + pid
-        ops: list[Op] = [Delete(SPACE, base + b + sid) for b in old.keys() - new.keys()] if old else []
-        pack = POSTING.pack
-        for b, tf in new.items():
-            if old_len != new_len or old.get(b) != tf:  # the length is in every posting's value
-                ops.append(Put(SPACE, base + b + sid, pack(tf, new_len)))
-        before = self._staged.get(pid) or self.stats(pid)
-        n, total = before
-        if old_len:
-            n, total = n - 1, total - old_len
-        if new_len:
-            n, total = n + 1, total + new_len
-        if n < 0 or total < 0 or (n == 0) != (total == 0):
-            raise StoreCorrupt(
-                f"lexical statistics of partition {pid.hex()} would become ({n}, {total}): the old text given for "
-                "a document is not what the index holds (was the index backfilled?)"
-            )
-        if (n, total) != before:
-            ops.append(Put(SPACE, STATS_PREFIX + pid, STATS.pack(n, total)))
-        self._staged[pid] = (n, total)
-        self._staged_docs.append((pid, sid, new, new_len))
-        ops.sort(key=_KEY)
-        return ops
-
     # -- search ----------------------------------------------------------------------------------------------------
 
-    def _postings(self, pid: bytes, *, cache: bool = True) -> _Postings:
-        """The partition's postings in memory: its snapshot's, parsed on first use, else read from the ``KV`` (one
-        range scan); kept (unless ``cache`` is False) for what comes next."""
+    def _postings(self, pid: bytes) -> _Postings:
+        """The partition's postings in memory: its snapshot's, parsed on first use; empty for a partition the index
+        holds nothing of (the store loads or builds every partition it opens, so only a new one)."""
         mem = self._memory.get(pid)
         if mem is not None:
             return mem
         sealed = self._sealed.pop(pid, None)
-        if sealed is not None:
-            mem = self._memory[pid] = self._parse(sealed)
-            return mem
-        # Ops staged for it may be on disk already (their commit has not reported back): read, but keep only what a
-        # commit_staged will bring up to date.
-        keep = cache and not any(d[0] == pid for d in self._staged_docs)
-        prefix = POSTING_PREFIX + pid
-        mem = _Postings()
-        for key, value in self._kv.load_range(SPACE, prefix, prefix_end(prefix)):
-            if len(key) != POSTING_KEY_BYTES or len(value) != POSTING.size:
-                raise StoreCorrupt(f"a lexical posting of partition {pid.hex()} has the wrong size")
-            tf, dl = POSTING.unpack(value)
-            b, sid = key[1 + ID_BYTES : 1 + 2 * ID_BYTES], key[-ID_BYTES:]
-            o = mem.ordinal.get(sid)
-            if o is None:
-                o = mem._new(sid, self._id_of(sid), dl)
-            elif mem.length[o] != dl:
-                raise StoreCorrupt(f"a document of partition {pid.hex()} has postings of two lengths")
-            mem.term(b).add(o, tf)
-        for t in mem.terms.values():  # ordinals were handed out in sid order across terms
-            t.sort()
-        if keep:
-            self._memory[pid] = mem
+        mem = self._memory[pid] = _Postings() if sealed is None else self._parse(sealed)
         return mem
 
     # -- the postings in a snapshot --------------------------------------------------------------------------------
 
     def dump(self, pid: bytes) -> bytes:
-        """The partition's postings in memory, compacted (live documents only), as bytes for the store's sealed index
-        snapshot (:meth:`load` reads them back). Read from the ``KV`` first if they are not in memory."""
+        """The partition's postings, compacted (live documents only), as bytes for the store's sealed index snapshot
+        (:meth:`load` reads them back)."""
         _check_id(pid, "partition id")
         sealed = self._sealed.get(pid)
-        if sealed is not None and pid not in self._memory:
+        if sealed is not None:
             return sealed  # as loaded, and not changed since (a change parses it first)
-        mem = self._postings(pid, cache=False)  # a checkpoint does not keep what no search asked for
+        return self._dump(self._memory.get(pid) or _Postings())
+
+    @staticmethod
+    def _dump(mem: _Postings) -> bytes:
         live = np.flatnonzero(mem.alive[: mem.count])
         remap = np.full(mem.count, -1, np.int64)
         remap[live] = np.arange(len(live))
@@ -609,8 +535,9 @@ class LexicalIndex:
 
     def load(self, pid: bytes, data: bytes) -> None:
         """Hold the partition's postings as :meth:`dump` wrote them (its snapshot's, parsed on first use; the store
-        replays the journal after it with :meth:`replace`). Raises ``ValueError`` on a blob that is not one (the
-        store then rebuilds); one malformed inside is found when parsed, and raises :class:`StoreCorrupt`."""
+        replays the journal after it with :meth:`replace`). Raises ``ValueError`` on a blob that is not one, or one of
+        another analyzer (the store then builds them from its records); one malformed inside is found when parsed,
+        and raises :class:`StoreCorrupt`."""
         _check_id(pid, "partition id")
         if data[: len(SNAPSHOT_MAGIC)] != SNAPSHOT_MAGIC or len(data) < len(SNAPSHOT_MAGIC) + 16:
             raise ValueError("not a lexical snapshot")
@@ -651,7 +578,7 @@ class LexicalIndex:
             raise ValueError("a lexical snapshot does not add up")
         ends = np.cumsum(counts)
         # A term's ordinals ascend; only the next term starts lower. Snapshots written before search relied on that
-        # (from postings read off disk, in sid order) may not: those terms are sorted here.
+        # (from postings an earlier GAML read off disk, in sid order) may not: those terms are sorted here.
         falls = np.flatnonzero(docs[1:] <= docs[:-1]) + 1
         unsorted = set(np.searchsorted(ends, falls[~np.isin(falls, ends[:-1])], side="right").tolist())
         mem = _Postings.of(
@@ -665,40 +592,6 @@ class LexicalIndex:
             if j in unsorted:
                 t.sort()
         return mem
-
-    def replace(self, pid: bytes, sid: bytes, text: str | None) -> None:
-        """Document ``sid`` of partition ``pid`` is now ``text`` (None: absent), on disk already: the postings in
-        memory follow (nothing to do when they are not in memory; they are read from disk on first use)."""
-        if pid in self._sealed:
-            self._postings(pid)  # parsed now, to take the change
-        mem = self._memory.get(pid)
-        if mem is not None:
-            new, length = self._terms(text)
-            mem.change(sid, self._id_of(sid), new, length)
-
-    def forget(self, pid: bytes) -> None:
-        """Drop the partition's postings in memory (read again from disk on first use)."""
-        self._memory.pop(pid, None)
-        self._sealed.pop(pid, None)
-
-    def clear_batches(self, pid: bytes, size: int) -> Iterator[list[Op]]:
-        """The ops that delete every posting and then the statistics of partition ``pid``, ``size`` per list (the
-        store re-analyses a partition with them: commit each list, then add each document again with
-        :meth:`doc_ops`); the partition is forgotten in memory and its statistics taken as empty from now on."""
-        _check_id(pid, "partition id")
-        if self._staged or self._staged_docs:
-            raise RuntimeError("a partition is cleared between commits, not with ops staged")
-        self.forget(pid)
-        self._committed[pid] = (0, 0)
-        prefix = POSTING_PREFIX + pid
-        batch: list[Op] = []
-        for key, _ in self._kv.load_range(SPACE, prefix, prefix_end(prefix)):
-            batch.append(Delete(SPACE, key))
-            if len(batch) == size:
-                yield batch
-                batch = []
-        batch.append(Delete(SPACE, STATS_PREFIX + pid))
-        yield batch
 
     def search(
         self, pid: bytes, query: str, k: int, allowed: AbstractSet[str] | None = None

@@ -19,8 +19,10 @@ meta         name                                        sealed descriptors, the
 
 Every operation is one atomic, synced commit. The vector index of each partition is caught up *behind* the journal
 (``catch_up``); until then a search scans the not-yet-indexed tail exactly, so a caller always reads its own writes.
-Snapshots of the indexes are sealed with their partition's key and record the journal sequence they cover; on open
-the store replays the journal past it, and rebuilds from the ``vectors`` space an index that is missing or corrupt.
+The BM25 postings (``lexical``) and the views are kept in memory, in step with each commit, and are not written per
+commit. Snapshots of the indexes (views, postings, vector index) are sealed with their partition's key and record the
+journal sequence they cover; on open the store replays the journal past it, and rebuilds an index that is missing or
+corrupt from the partition's records and the ``vectors`` space.
 """
 
 from __future__ import annotations
@@ -83,8 +85,10 @@ INDEX_FIELDS: Final[dict[str, bytes]] = {
 TIME_FIELD: Final = b"T"
 LOCAL_LOG: Final = b"local/"  # local/ sid -> n: the last local commit that changed the record's heat or tier …
 ANALYZER_KEY: Final = b"analyzer"  # the lexical analyzer the postings were made with (:meth:`Store._reanalyze`)
-REANALYZE_BATCH: Final = 2000  # assets per commit when a store's postings are made again
-REANALYZE_DELETES: Final = 100_000  # … and old postings deleted per commit before that
+# The BM25 postings and statistics an earlier GAML kept in the index space, per posting (``L`` pid term sid) and per
+# partition (``l`` pid): deleted when such a store opens (:meth:`Store._drop_disk_postings`), so many per commit.
+DISK_POSTINGS: Final = (b"L", b"l")
+DISK_POSTINGS_DELETES: Final = 100_000
 LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 TOMBSTONES_KEY: Final = b"tombstones"  # how many records are tombstones: written with each one (Store.stats reads it)
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
@@ -251,14 +255,14 @@ class Store:
         self._pid_cache: dict[str, bytes] = {}
         self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
         # blind(b"L", term), computed as mac does (the index keeps the one cache of its terms)
-        self.lexical = LexicalIndex(kv, lambda term: self.mac(b"L", term.encode()), self.id_of)
+        self.lexical = LexicalIndex(lambda term: self.mac(b"L", term.encode()), self.id_of)
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
         self.tombstones = 0  # records that are tombstones (TOMBSTONES_KEY): it moves with every erasure
         self.local_writes = 0  # commits of local state (update_local), logged in LOCAL_LOG until a checkpoint
         self.rebuilt_indexes = 0
         self.replayed_events = 0
-        self._reanalyzed: set[bytes] = set()  # partitions whose postings were made again when the store opened
+        self._reanalyzed: set[bytes] = set()  # partitions whose postings are made again for another analyzer …
         self.reanalyzed_assets = 0  # … and the assets whose postings were
 
     # -- opening ---------------------------------------------------------------------------------------------------
@@ -277,12 +281,15 @@ class Store:
         store = cls(kv, blobs, keychain, identity, index_factory, entropy, **kw)
         store._check_canary()
         store._load_partitions()
-        store._reanalyze()
+        renamed = store._reanalyze()
+        store._drop_disk_postings()
         last = next(kv.load_range("journal", reverse=True, limit=1), None)
         store.seq = struct.unpack(">Q", last[0])[0] if last else 0
         local = kv.load("meta", LOCAL_SEQ)
         store.local_writes = struct.unpack(">Q", local)[0] if local else 0
         store._recover_indexes()
+        if renamed:  # every partition's postings are this analyzer's now (in memory; the next checkpoint seals them)
+            kv.commit([Put("meta", ANALYZER_KEY, ANALYZER.encode())])
         store.tombstones = store._count_tombstones()
         return store
 
@@ -338,38 +345,41 @@ class Store:
             )
             self._by_name[part.ref.name] = part.pid
 
-    def _reanalyze(self) -> None:
-        """Make every partition's postings again from its records when the store was made with another lexical
-        analyzer than this GAML's (:data:`node.core.store.lexical.ANALYZER`; a store of an earlier GAML has none
-        named): the postings are deleted and each live asset's text added again, a batch of
-        :data:`REANALYZE_BATCH` per commit (the old postings :data:`REANALYZE_DELETES` per commit before); the
-        analyzer's name is written last, so an interrupted run starts again on the next open. Counted in
-        ``reanalyzed_assets`` (not in ``rebuilt_indexes``, which reports damage or a crash)."""
+    def _reanalyze(self) -> bool:
+        """When the store was made with another lexical analyzer than this GAML's
+        (:data:`node.core.store.lexical.ANALYZER`; a store of an earlier GAML may have none named), every partition's
+        postings are made again from its records as the store opens (:meth:`_recover_indexes`), not loaded from its
+        snapshot. Counted in ``reanalyzed_assets`` (not in ``rebuilt_indexes``, which reports damage or a crash).
+        The name is written once they are made. A snapshot names its postings' analyzer too
+        (:data:`node.core.store.lexical.SNAPSHOT_MAGIC`), so a crash before the next checkpoint loses nothing: the old
+        snapshot's postings are not loaded then either, only made again. Returns whether the name is to be written."""
         if self.kv.load("meta", ANALYZER_KEY) == ANALYZER.encode():
-            return
-        for pid in sorted(self._live):
-            for batch in self.lexical.clear_batches(pid, REANALYZE_DELETES):
+            return False
+        self._reanalyzed = set(self._live)
+        return True
+
+    def _drop_disk_postings(self) -> None:
+        """Delete the postings an earlier GAML wrote with each commit (:data:`DISK_POSTINGS`): now the snapshots and
+        the journal hold them. Nothing reads those keys, so an interrupted run only leaves the rest to the next open."""
+        for prefix in DISK_POSTINGS:
+            batch: list[Op] = []
+            for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
+                batch.append(Delete("index", key))
+                if len(batch) == DISK_POSTINGS_DELETES:
+                    self.kv.commit(batch)
+                    batch = []
+            if batch:
                 self.kv.commit(batch)
-            ops: list[Op] = []
-            n = 0
-            try:
-                for sid, asset in self._members(pid):
-                    if asset.tombstone or self.pid_of(partition_of(asset)) != pid:
-                        continue
-                    ops.extend(self.lexical.doc_ops(pid, sid, asset.text(), None))
-                    n += 1
-                    if n % REANALYZE_BATCH == 0:
-                        self.kv.commit(ops)
-                        self.lexical.commit_staged()
-                        ops = []
-                self.kv.commit(ops)
-            except BaseException:
-                self.lexical.discard_staged()
-                raise
-            self.lexical.commit_staged()
+
+    def _build_postings(self, pid: bytes, members: Iterable[tuple[bytes, Asset]]) -> None:
+        """Make partition ``pid``'s postings from its records ``members`` (its live assets' texts; tombstones and
+        assets that moved out have none there)."""
+        n = self.lexical.build(
+            pid,
+            ((sid, None if a.tombstone or self.pid_of(partition_of(a)) != pid else a.text()) for sid, a in members),
+        )
+        if pid in self._reanalyzed:
             self.reanalyzed_assets += n
-            self._reanalyzed.add(pid)
-        self.kv.commit([Put("meta", ANALYZER_KEY, ANALYZER.encode())])
 
     def _members(self, pid: bytes) -> Iterator[tuple[bytes, Asset]]:
         """The records a partition lists as its members (tombstones too), each with its storage key."""
@@ -426,10 +436,11 @@ class Store:
             live.index = self.index_factory.load(index_parts)
             try:
                 if pid in self._reanalyzed:  # the snapshot's postings are the earlier analyzer's
-                    raise ValueError("postings made again since")
+                    raise ValueError("postings of another analyzer")
                 self.lexical.load(pid, lexical)
-            except ValueError:  # postings of another analyzer (or not postings): read from disk, the truth
-                self.lexical.forget(pid)
+            except ValueError:  # postings of another analyzer (or not postings): made from the records
+                self._build_postings(pid, self._members(pid))
+                live.dirty = True
             live.views = views
             live.covered_seq = int(head["seq"])
             live.covered_local = int(head["local"])
@@ -522,12 +533,16 @@ class Store:
         live.index = self.index_factory.new(live.part.dim)
         live.views = PartitionViews(self._digest_key)
         live.pending = {}
-        self.lexical.forget(pid)  # read from disk on first use
-        for sid, asset in self._members(pid):
-            live.views.put(View.of(asset), asset.heat)
-            vec = self._load_vector(live, sid)
-            if vec is not None:
-                live.pending[asset.id] = vec
+
+        def members() -> Iterator[tuple[bytes, Asset]]:
+            for sid, asset in self._members(pid):
+                live.views.put(View.of(asset), asset.heat)
+                vec = self._load_vector(live, sid)
+                if vec is not None:
+                    live.pending[asset.id] = vec
+                yield sid, asset
+
+        self._build_postings(pid, members())  # the records read once, for the views, vectors and postings
         live.covered_seq = self.seq
         live.covered_local = self.local_writes
         live.dirty = True
@@ -927,12 +942,12 @@ class Store:
                 seq += 1
                 ops.append(Delete("vectors", old_pid + sid))
                 ops.append(Put("journal", pack(seq), OP_MOVED_OUT + sid + old_pid + pack(a.version)))
-                ops.extend(self.lexical.doc_ops(old_pid, sid, None, old.text()))
-                ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), None))
-            else:
-                ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), old.text()))
+                self.lexical.stage(old_pid, sid, None)
+                self.lexical.stage(part.pid, sid, a.text())
+            elif a.text() != old.text():
+                self.lexical.stage(part.pid, sid, a.text())
         else:
-            ops.extend(self.lexical.doc_ops(part.pid, sid, a.text(), None))
+            self.lexical.stage(part.pid, sid, a.text())
         ops.extend(self._diff_ops(old, a))
         ops.append(Put("assets", sid, self._seal_record(a, live)))
         if vec is not None:
@@ -1029,7 +1044,8 @@ class Store:
         live = self._live[pid]
         seq = self.seq + 1
         try:
-            ops = self._diff_ops(old, tomb) + self.lexical.doc_ops(pid, sid, None, old.text())
+            self.lexical.stage(pid, sid, None)
+            ops = self._diff_ops(old, tomb)
             ops += [
                 Put("assets", sid, self._seal_record(tomb, live)),
                 Delete("vectors", pid + sid),
