@@ -8,8 +8,8 @@ the asset (and its journal entry) succeeded, :meth:`LexicalIndex.commit_staged` 
 the partition's sealed index snapshot, which records the journal sequence it covers; on open the store loads them
 (:meth:`load`) and replays the journal after it (:meth:`replace`), or, without a usable snapshot, makes them from the
 partition's records (:meth:`build`). So the records are the truth, as they are for the views and the vectors: a bulk
-write pays for its records and its journal, not for ~20 keys a document (on the in-process put path: ~290 → ~190 µs
-an asset), and nothing of the postings is on disk but inside a sealed snapshot.
+write pays for its records and its journal, not for ~20 keys a document (a put through the daemon: 3,246 → 4,067
+assets/s at 100k, docs/benchmarks.md), and nothing of the postings is on disk but inside a sealed snapshot.
 
 Tokens (:func:`tokenize`)
     NFKC-normalised, case-folded text; the typographic apostrophe (U+2019) becomes ``'``. Tokens are runs of
