@@ -631,8 +631,9 @@ class Asset:
     def text(self) -> str:
         """The text that represents the asset for lexical search (BM25) and display: payload text, entities, tags.
 
-        The BM25 postings of a stored asset are removed by recomputing this text, so it must not change for assets
-        already stored; what is embedded is :meth:`embed_text`.
+        The BM25 postings made from it are kept in each partition's sealed snapshot, so a change of what it returns
+        reaches assets already stored only where their postings are made again (a new analyzer's name does that for a
+        whole store); what is embedded is :meth:`embed_text`.
         """
         parts: list[str] = []
         text = self.payload.get("text")

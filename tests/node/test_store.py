@@ -949,6 +949,32 @@ def test_postings_of_another_analyzer_are_made_again_on_open_and_postings_on_dis
     node.close()
 
 
+def test_a_snapshot_whose_postings_another_analyzer_made_is_not_loaded_even_when_the_store_names_this_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The snapshot names its postings' analyzer too: one whose postings another analyzer made (as a crash between
+    writing this analyzer's name and the next checkpoint would leave) is loaded for its views and vectors, and its
+    postings are made from the records; the next checkpoint seals this analyzer's."""
+    w = memory_world()
+    monkeypatch.setattr(lexical, "_stem", lexical._plural)
+    monkeypatch.setattr(lexical, "SNAPSHOT_MAGIC", b"LX1")
+    node = w.open_node()
+    ids = node.put([fact(f"note {i}: bob was painting fences") for i in range(6)], NOW)
+    pid = node.store.pid_of(PartitionRef.parse("user_private|owner:alice"))
+    node.close()
+    monkeypatch.undo()
+    node = w.open_node()
+    assert node.store.rebuilt_indexes == 0 and node.store.reanalyzed_assets == 0  # the store named this analyzer
+    assert {i for i, _ in node.store.lexical.search(pid, "painted", 10)} == set(ids)  # stemmed as this one stems
+    node.close()
+    snapshot = w.blobs.read(node.store._snapshot_name(pid))
+    assert snapshot is not None
+    node = w.open_node()
+    assert pid in node.store.lexical._sealed  # this time loaded from the snapshot
+    assert {i for i, _ in node.store.lexical.search(pid, "paints", 10)} == set(ids)
+    node.close()
+
+
 def test_the_tombstones_are_counted_as_they_are_written(world: World) -> None:
     """stats() reads the tombstones from a count kept with each delete (not a scan of every record): it equals every
     record less the live assets through edits, a move to another partition, deletes (one twice) and a reopen without
