@@ -922,7 +922,8 @@ def test_postings_of_another_analyzer_are_made_again_on_open_and_postings_on_dis
     node.close()
     assert isinstance(w.kv, MemoryKV)
     base = w.kv.reopened()
-    base.commit([store_mod.Delete("meta", store_mod.ANALYZER_KEY)])  # as a store of an earlier GAML: none named
+    # As a store of an earlier GAML: no analyzer named, its postings on disk
+    base.commit([store_mod.Delete("meta", k) for k in (store_mod.ANALYZER_KEY, store_mod.POSTINGS_KEY)])
     on_disk = [store_mod.Put("index", b"L" + pid + bytes([n]) * 16 + bytes(16), bytes(8)) for n in range(25)]
     base.commit([*on_disk, store_mod.Put("index", b"l" + pid, bytes(16))])  # as an earlier GAML wrote them
     monkeypatch.undo()
@@ -932,11 +933,15 @@ def test_postings_of_another_analyzer_are_made_again_on_open_and_postings_on_dis
         w.open_node()
     assert sum(1 for _ in base.reopened().load_range("index", b"L", b"M")) == 15
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) is None
+    assert base.reopened().load("meta", store_mod.POSTINGS_KEY) is None
     w.make_kv = lambda: base.reopened()
     node = w.open_node()
     assert node.store.reanalyzed_assets == 8 and node.store.rebuilt_indexes == 0  # re-analysed, not damaged
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) == lexical.ANALYZER.encode()
     assert [k for k, _ in base.reopened().load_range("index") if k[:1] in b"Ll"] == []
+    assert (
+        base.reopened().load("meta", store_mod.POSTINGS_KEY) == store_mod.POSTINGS_IN_SNAPSHOTS
+    )  # not looked for again
     live = [i for n, i in enumerate(ids) if n != 3]
     assert {i for i, _ in node.store.lexical.search(pid, "painted", 100)} == set(live)
     assert {i for i, _ in node.store.lexical.search(pid, "hikes", 100)} == {ids[0], ids[6]}

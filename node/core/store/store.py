@@ -89,6 +89,10 @@ ANALYZER_KEY: Final = b"analyzer"  # the lexical analyzer the postings were made
 # partition (``l`` pid): deleted when such a store opens (:meth:`Store._drop_disk_postings`), so many per commit.
 DISK_POSTINGS: Final = (b"L", b"l")
 DISK_POSTINGS_DELETES: Final = 100_000
+# Written once a store has none of them (a new one at once): after the deletes, a scan of those ranges would walk
+# their tombstones until a compaction dropped them, so it is not made again.
+POSTINGS_KEY: Final = b"postings"
+POSTINGS_IN_SNAPSHOTS: Final = b"snapshots"
 LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 TOMBSTONES_KEY: Final = b"tombstones"  # how many records are tombstones: written with each one (Store.stats reads it)
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
@@ -319,6 +323,7 @@ class Store:
                     Put("meta", b"canary", self.seal_meta(b"canary", CANARY)),
                     Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
                     Put("meta", ANALYZER_KEY, ANALYZER.encode()),
+                    Put("meta", POSTINGS_KEY, POSTINGS_IN_SNAPSHOTS),
                     Put("meta", TOMBSTONES_KEY, pack(0)),
                 ]
             )
@@ -360,7 +365,10 @@ class Store:
 
     def _drop_disk_postings(self) -> None:
         """Delete the postings an earlier GAML wrote with each commit (:data:`DISK_POSTINGS`): now the snapshots and
-        the journal hold them. Nothing reads those keys, so an interrupted run only leaves the rest to the next open."""
+        the journal hold them. Nothing reads those keys, so an interrupted run only leaves the rest to the next open;
+        once none is left, :data:`POSTINGS_KEY` says so and no later open looks again."""
+        if self.kv.load("meta", POSTINGS_KEY) == POSTINGS_IN_SNAPSHOTS:
+            return
         for prefix in DISK_POSTINGS:
             batch: list[Op] = []
             for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
@@ -370,6 +378,7 @@ class Store:
                     batch = []
             if batch:
                 self.kv.commit(batch)
+        self.kv.commit([Put("meta", POSTINGS_KEY, POSTINGS_IN_SNAPSHOTS)])
 
     def _build_postings(self, pid: bytes, members: Iterable[tuple[bytes, Asset]]) -> None:
         """Make partition ``pid``'s postings from its records ``members`` (its live assets' texts; tombstones and
