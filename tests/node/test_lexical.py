@@ -251,9 +251,10 @@ def test_factors_kept_from_an_older_average_length_never_change_the_answer() -> 
 def test_a_snapshot_with_postings_out_of_order_is_sorted_when_parsed() -> None:
     """A snapshot whose terms list their documents out of ordinal order (as one an earlier GAML dumped from postings
     read off disk, in sid order, could) ranks as the index it was dumped from; one listing a document twice in a term
-    is corrupt."""
+    is corrupt, and the partition is made from its documents instead (never taken for empty)."""
     index = LexicalIndex(blind)
-    add_all(index, PID_A, {sid(i): " ".join(f"w{(i * j) % 7}" for j in range(1, 6)) for i in range(40)})
+    texts = {sid(i): " ".join(f"w{(i * j) % 7}" for j in range(1, 6)) for i in range(40)}
+    add_all(index, PID_A, texts)
     blob = index.dump(PID_A)
     n, m = struct.unpack_from("<QQ", blob, 3)
     head = 3 + 16 + 16 * n + 32 * n + 4 * n + 16 * m
@@ -272,10 +273,12 @@ def test_a_snapshot_with_postings_out_of_order_is_sorted_when_parsed() -> None:
     for query in ("w1", "w2 w3", "w0 w5 w6", "w4 w4 w1"):
         assert other.search(PID_A, query, 7) == index.search(PID_A, query, 7)
     twice = blob[:at] + struct.pack(f"<{total}I", docs[1], *docs[1:]) + blob[at + 4 * total :]
-    broken = LexicalIndex(blind)
-    broken.load(PID_A, twice)
     with pytest.raises(StoreCorrupt, match="twice"):
-        broken.search(PID_A, "w1", 3)
+        LexicalIndex._parse(twice)
+    broken = LexicalIndex(blind, documents=lambda pid: texts.items() if pid == PID_A else ())
+    broken.load(PID_A, twice)
+    assert broken.search(PID_A, "w1 w2", 7) == index.search(PID_A, "w1 w2", 7)
+    assert broken.remade == 1 and broken.stats(PID_A) == index.stats(PID_A)
 
 
 def test_a_snapshot_of_another_analyzer_or_none_is_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -506,6 +509,30 @@ def test_replay_and_build_give_the_postings_the_commits_gave() -> None:
     built.stage(PID_A, sid(70), "staged")
     with pytest.raises(RuntimeError, match="staged"):
         built.build(PID_A, docs.items())
+
+
+def test_a_partition_never_loaded_is_made_from_its_documents_not_taken_for_empty() -> None:
+    """Where the index holds nothing of a partition (neither loaded nor built), its postings are made from its
+    documents on first use, by a search or by a commit (whose document they may already hold: taking it again
+    changes nothing); a snapshot that lists a document twice does not parse."""
+    docs = dict(CORPUS)
+    index = LexicalIndex(blind, documents=lambda pid: list(docs.items()) if pid == PID_A else [])
+    assert_ranking(index.search(PID_A, "green tea", 10), reference_bm25(docs, "green tea"))
+    assert index.stats(PID_B) == (0, 0) and index.remade == 0
+    docs[sid(9)] = "dragon tea"  # on disk already when the commit is reported
+    later = LexicalIndex(blind, documents=lambda pid: list(docs.items()) if pid == PID_A else [])
+    apply(later, [(PID_A, sid(9), "dragon tea")])
+    for query in ("dragon tea", "green", "hoard"):
+        assert_ranking(later.search(PID_A, query, 10), reference_bm25(docs, query))
+    assert later.stats(PID_A) == recount({(PID_A, s): t for s, t in docs.items()}, PID_A)
+    blob = index.dump(PID_A)
+    n = struct.unpack_from("<Q", blob, 3)[0]
+    sids_at, ids_at = 19, 19 + 16 * n
+    twice = bytearray(blob)
+    twice[sids_at + 16 : sids_at + 32] = blob[sids_at : sids_at + 16]
+    twice[ids_at + 32 : ids_at + 64] = blob[ids_at : ids_at + 32]
+    with pytest.raises(StoreCorrupt, match="twice"):
+        LexicalIndex._parse(bytes(twice))
 
 
 def test_bad_ids_and_blinds_are_refused() -> None:

@@ -376,7 +376,10 @@ def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world
     assert ids[2] not in {i for i, _ in node.store.lexical.search(pid, "early fact 2", 100)}
     devices = node.store.pid_of(PartitionRef.parse("trusted_devices|owner:alice"))
     assert ids[2] in {i for i, _ in node.store.lexical.search(devices, "early fact 2", 100)}
-    node.store._build_postings(pid, node.store._members(pid))  # made again from the records
+    replayed = {p: _live_postings(node.store.lexical, p) for p in (pid, devices)}
+    for p in (pid, devices):
+        node.store._build_postings(p, node.store._members(p))  # made again from the records
+    assert {p: _live_postings(node.store.lexical, p) for p in (pid, devices)} == replayed
     assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
     assert next(world.kv.load_range("index", b"L", b"M"), None) is None  # no posting written per commit
     assert next(world.kv.load_range("index", b"l", b"m"), None) is None
@@ -902,17 +905,65 @@ class FailingCommitKV(MemoryKV):
         super().commit(ops, sync=sync)
 
 
+def _live_postings(index: lexical.LexicalIndex, pid: bytes) -> dict[tuple[bytes, str], tuple[int, int]]:
+    """Every live posting of a partition in memory: (blinded term, id) -> (term frequency, document length)."""
+    mem = index._postings(pid)
+    out = {}
+    for b, term in mem.terms.items():
+        docs, tf = term.arrays()
+        for o, f in zip(docs.tolist(), tf.tolist(), strict=True):
+            if mem.alive[o]:
+                out[(b, mem.ids[o])] = (f, int(mem.length[o]))
+    return out
+
+
+def test_failed_commits_leave_the_postings_as_the_records_say(world: World) -> None:
+    """A put and a delete whose commits fail change nothing of the postings; the writes after them (a put, an edit, a
+    delete) leave the postings of both partitions equal to those made afresh from the records, and the journal goes
+    on from where it was."""
+    node = world.open_node()
+    ids = node.put([fact(f"fact {i} walnut {'amber' if i % 2 else 'cedar'}") for i in range(12)], NOW)
+    node.put([fact("a device note walnut", privacy_scope="trusted_devices")], NOW)
+    pids = [node.store.pid_of(PartitionRef.parse(f"{s}|owner:alice")) for s in ("user_private", "trusted_devices")]
+    before = {pid: _live_postings(node.store.lexical, pid) for pid in pids}
+    seq = node.store.seq
+    real = node.store.kv.commit
+
+    def failing(ops: Any, *, sync: bool = True) -> None:
+        raise OSError("injected: the disk went away")
+
+    node.store.kv.commit = failing  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="injected"):
+        node.put([fact("a failed fact zebra walnut"), fact("fact 3 walnut amber", entities=["oak"])], NOW + 1)
+    with pytest.raises(OSError, match="injected"):
+        node.delete(ids[4], NOW + 1)
+    node.store.kv.commit = real  # type: ignore[method-assign]
+    assert not node.store.lexical.has_staged() and node.store.seq == seq
+    assert {pid: _live_postings(node.store.lexical, pid) for pid in pids} == before
+    assert node.store.lexical.search(pids[0], "zebra", 5) == []
+    node.put([fact("a later fact zebra walnut")], NOW + 2)
+    node.put([fact("fact 5 walnut amber", entities=["oak"], privacy_scope="trusted_devices")], NOW + 2)  # a move
+    node.delete(ids[4], NOW + 3)
+    assert node.store.seq == seq + 4  # the put, the move (out of one partition, into the other), the delete
+    fresh = lexical.LexicalIndex(lambda term: node.store.mac(b"L", term.encode()), node.store.id_of)
+    for pid in pids:
+        fresh.build(pid, node.store._texts(pid, node.store._members(pid)))  # made afresh from the records
+        assert _live_postings(node.store.lexical, pid) == _live_postings(fresh, pid)
+        assert node.store.lexical.stats(pid) == fresh.stats(pid)
+    assert {i for i, _ in node.store.lexical.search(pids[1], "oak", 5)} == {ids[5]}
+    node.close()
+
+
 def test_postings_of_another_analyzer_are_made_again_on_open_and_postings_on_disk_are_deleted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A store whose postings an earlier analyzer made (the plural stemmer only; no analyzer named, and a snapshot
-    whose postings name another) has them made again from its records when it opens: every live asset's, the
-    statistics a recount of them, another form of a word found; once sealed in a snapshot, not again. The postings an
-    earlier GAML kept on disk (a key per posting, one per partition) are deleted as it opens, a batch per commit: a
-    run that fails half-way leaves the rest to the next open, and the store answers the same."""
+    """A store whose postings an earlier analyzer made (the plural stemmer only, no analyzer named in the store) has
+    them made again from its records when it opens, not loaded from its snapshot: every live asset's, the statistics a
+    recount of them, another form of a word found; sealed in a snapshot at once, so not made again. A store of schema
+    2 (its postings on disk, a key per posting and one per partition) has them deleted as it opens, a batch per commit,
+    and then names schema 3: a run that fails half-way leaves the rest, and schema 2, to the next open."""
     w = memory_world()
     monkeypatch.setattr(lexical, "_stem", lexical._plural)
-    monkeypatch.setattr(lexical, "SNAPSHOT_MAGIC", b"LX1")
     node = w.open_node()
     ids = node.put(
         [fact(f"note {i}: alice was painting walls {'and hiking' if i % 3 == 0 else ''}") for i in range(9)], NOW
@@ -922,44 +973,57 @@ def test_postings_of_another_analyzer_are_made_again_on_open_and_postings_on_dis
     node.close()
     assert isinstance(w.kv, MemoryKV)
     base = w.kv.reopened()
-    # As a store of an earlier GAML: no analyzer named, its postings on disk
-    base.commit([store_mod.Delete("meta", k) for k in (store_mod.ANALYZER_KEY, store_mod.POSTINGS_KEY)])
+    # As a store of an earlier GAML: no analyzer named, schema 2, its postings on disk
+    base.commit([store_mod.Delete("meta", store_mod.ANALYZER_KEY), store_mod.Put("meta", b"schema", b"2")])
     on_disk = [store_mod.Put("index", b"L" + pid + bytes([n]) * 16 + bytes(16), bytes(8)) for n in range(25)]
-    base.commit([*on_disk, store_mod.Put("index", b"l" + pid, bytes(16))])  # as an earlier GAML wrote them
+    base.commit([*on_disk, store_mod.Put("index", b"l" + pid, bytes(16))])
     monkeypatch.undo()
     monkeypatch.setattr(store_mod, "DISK_POSTINGS_DELETES", 10)
     w.make_kv = lambda: FailingCommitKV(base, allowed=1)  # one batch of deletes: then the disk fails
     with pytest.raises(OSError, match="injected"):
         w.open_node()
     assert sum(1 for _ in base.reopened().load_range("index", b"L", b"M")) == 15
+    assert base.reopened().load("meta", b"schema") == b"2"
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) is None
-    assert base.reopened().load("meta", store_mod.POSTINGS_KEY) is None
     w.make_kv = lambda: base.reopened()
     node = w.open_node()
     assert node.store.reanalyzed_assets == 8 and node.store.rebuilt_indexes == 0  # re-analysed, not damaged
     assert base.reopened().load("meta", store_mod.ANALYZER_KEY) == lexical.ANALYZER.encode()
     assert [k for k, _ in base.reopened().load_range("index") if k[:1] in b"Ll"] == []
-    assert (
-        base.reopened().load("meta", store_mod.POSTINGS_KEY) == store_mod.POSTINGS_IN_SNAPSHOTS
-    )  # not looked for again
+    assert base.reopened().load("meta", b"schema") == b"3"
     live = [i for n, i in enumerate(ids) if n != 3]
     assert {i for i, _ in node.store.lexical.search(pid, "painted", 100)} == set(live)
     assert {i for i, _ in node.store.lexical.search(pid, "hikes", 100)} == {ids[0], ids[6]}
     count, total = node.store.lexical.stats(pid)
     assert count == len(live) and total == sum(len(lexical.tokenize(node.store.get(i).text())) for i in live)
-    node.close()
+    node.close(checkpoint=False)  # as a command that only read: the open sealed them already
     node = w.open_node()
     assert node.store.reanalyzed_assets == 0 and node.store.rebuilt_indexes == 0
+    assert pid in node.store.lexical._sealed  # loaded from the snapshot, not made again
     assert {i for i, _ in node.store.lexical.search(pid, "painted", 100)} == set(live)
     node.close()
+
+
+def test_a_store_of_a_schema_this_node_does_not_read_is_refused() -> None:
+    """A store that names a schema this GAML does not read (a newer one) is refused before anything is changed."""
+    w = memory_world()
+    w.open_node().close()
+    assert isinstance(w.kv, MemoryKV)
+    base = w.kv.reopened()
+    base.commit([store_mod.Put("meta", b"schema", b"4")])
+    before = base.dump()
+    w.make_kv = lambda: base.reopened()
+    with pytest.raises(StoreCorrupt, match="unsupported store schema b'4'; this node reads schemas 2, 3"):
+        w.open_node()
+    assert base.reopened().dump() == before
 
 
 def test_a_snapshot_whose_postings_another_analyzer_made_is_not_loaded_even_when_the_store_names_this_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The snapshot names its postings' analyzer too: one whose postings another analyzer made (as a crash between
-    writing this analyzer's name and the next checkpoint would leave) is loaded for its views and vectors, and its
-    postings are made from the records; the next checkpoint seals this analyzer's."""
+    writing this analyzer's name and the next checkpoint could leave) is loaded for its views and vectors, its
+    postings are made from the records, and sealed at once."""
     w = memory_world()
     monkeypatch.setattr(lexical, "_stem", lexical._plural)
     monkeypatch.setattr(lexical, "SNAPSHOT_MAGIC", b"LX1")
@@ -969,13 +1033,11 @@ def test_a_snapshot_whose_postings_another_analyzer_made_is_not_loaded_even_when
     node.close()
     monkeypatch.undo()
     node = w.open_node()
-    assert node.store.rebuilt_indexes == 0 and node.store.reanalyzed_assets == 0  # the store named this analyzer
+    assert node.store.rebuilt_indexes == 0 and node.store.reanalyzed_assets == 6
     assert {i for i, _ in node.store.lexical.search(pid, "painted", 10)} == set(ids)  # stemmed as this one stems
-    node.close()
-    snapshot = w.blobs.read(node.store._snapshot_name(pid))
-    assert snapshot is not None
+    node.close(checkpoint=False)
     node = w.open_node()
-    assert pid in node.store.lexical._sealed  # this time loaded from the snapshot
+    assert node.store.reanalyzed_assets == 0 and pid in node.store.lexical._sealed  # loaded from the snapshot
     assert {i for i, _ in node.store.lexical.search(pid, "paints", 10)} == set(ids)
     node.close()
 

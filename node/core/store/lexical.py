@@ -7,9 +7,11 @@ the asset (and its journal entry) succeeded, :meth:`LexicalIndex.commit_staged` 
 (``discard_staged`` drops what a failed commit staged). The store's checkpoint writes the postings (:meth:`dump`) into
 the partition's sealed index snapshot, which records the journal sequence it covers; on open the store loads them
 (:meth:`load`) and replays the journal after it (:meth:`replace`), or, without a usable snapshot, makes them from the
-partition's records (:meth:`build`). So the records are the truth, as they are for the views and the vectors: a bulk
-write pays for its records and its journal, not for ~20 keys a document (a put through the daemon: 3,246 → 4,067
-assets/s at 100k, docs/benchmarks.md), and nothing of the postings is on disk but inside a sealed snapshot.
+partition's records (:meth:`build`; the index does the same through its ``documents`` when a snapshot's postings do
+not parse on first use, and for a partition it holds nothing of: postings are never taken for empty). So the records
+are the truth, as they are for the views and the vectors: a bulk write pays for its records and its journal, not for
+~20 keys a document (a put through the daemon: 3,246 → 4,067 assets/s at 100k, docs/benchmarks.md), and nothing of
+the postings is on disk but inside a sealed snapshot.
 
 Tokens (:func:`tokenize`)
     NFKC-normalised, case-folded text; the typographic apostrophe (U+2019) becomes ``'``. Tokens are runs of
@@ -81,9 +83,9 @@ ID_BYTES: Final = 16  # pid, sid and blind(term) are 16 bytes each
 UINT32_MAX: Final = 2**32 - 1
 # The analyzer (tokens, stopwords, stemmer) the postings are made with; a store made with another is re-analysed.
 ANALYZER: Final = "gaml-lexical-2"  # 1: the plural stemmer only; 2: Snowball English for ASCII words
-# The postings of a snapshot name their analyzer: LX2, ANALYZER 2 (change both together). Postings of another are not
-# loaded: the store makes them again from its records.
-SNAPSHOT_MAGIC: Final = b"LX2"
+# The postings of a snapshot name their analyzer (LX2: ANALYZER 2). Postings of another are not loaded: the store makes
+# them again from its records.
+SNAPSHOT_MAGIC: Final = b"LX" + ANALYZER.rsplit("-", 1)[1].encode()
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -376,12 +378,21 @@ class _Eligible:
 class LexicalIndex:
     """Per-partition BM25 postings in memory (module docstring: what the store keeps of them, the formula, the
     pruning). ``blind(term)`` must return 16 bytes, and be keyed; ``id_of(sid)`` gives the asset id a search answers
-    with (the store's; the sid in hex by default)."""
+    with (the store's; the sid in hex by default); ``documents(pid)`` gives the ``(sid, text)`` a partition's postings
+    are made from where the index holds none of them, or a snapshot's do not parse (the store's records; by default
+    none: such a partition starts empty)."""
 
-    def __init__(self, blind: Callable[[str], bytes], id_of: Callable[[bytes], str] = bytes.hex) -> None:
+    def __init__(
+        self,
+        blind: Callable[[str], bytes],
+        id_of: Callable[[bytes], str] = bytes.hex,
+        documents: Callable[[bytes], Iterable[tuple[bytes, str | None]]] | None = None,
+    ) -> None:
         self._blind = blind
         self._term_keys: dict[str, bytes] = {}  # term -> blind(term), for the terms met last (TERM_KEYS_MAX at most)
         self._id_of = id_of
+        self._documents = documents or (lambda pid: ())
+        self.remade = 0  # partitions made from their documents because their snapshot's postings did not parse
         # What the writes since the last commit_staged / discard_staged make of documents, in call order:
         # (pid, sid, terms, length).
         self._staged: list[tuple[bytes, bytes, dict[bytes, int], int]] = []
@@ -411,15 +422,16 @@ class LexicalIndex:
         self._staged.append((pid, sid, terms, length))
 
     def commit_staged(self) -> None:
-        """The commit of what was staged succeeded: the postings follow it, in call order. A partition the index held
-        nothing of starts empty (a new one)."""
-        for pid, sid, terms, length in self._staged:
+        """The commit of what was staged succeeded: the postings follow it, in call order (a partition the index held
+        nothing of is made from its documents first, which may hold the commit already: taking a document's text
+        again changes nothing). What was staged is let go first, whatever happens."""
+        staged, self._staged = self._staged, []
+        for pid, sid, terms, length in staged:
             self._postings(pid).change(sid, self._id_of(sid), terms, length)
-        for pid in {d[0] for d in self._staged}:
+        for pid in {d[0] for d in staged}:
             mem = self._memory[pid]
             if mem.stale:  # compacted in memory
                 self._memory[pid] = self._parse(self._dump(mem))
-        self._staged.clear()
 
     def discard_staged(self) -> None:
         """That commit failed or was abandoned: what was staged is dropped (the postings never took it)."""
@@ -439,15 +451,19 @@ class LexicalIndex:
         _check_id(pid, "partition id")
         if any(d[0] == pid for d in self._staged):
             raise RuntimeError("a partition is built between commits, not with documents staged")
+        mem = self._made(docs)
         self._sealed.pop(pid, None)
+        self._memory[pid] = mem
+        return len(mem.ordinal)
+
+    def _made(self, docs: Iterable[tuple[bytes, str | None]]) -> _Postings:
         mem = _Postings()
         with collector_paused():  # a term object per distinct term, all kept
             for sid, text in docs:
                 _check_id(sid, "sid")
                 terms, length = self._terms(text)
                 mem.change(sid, self._id_of(sid), terms, length)
-        self._memory[pid] = mem
-        return len(mem.ordinal)
+        return mem
 
     # -- terms -----------------------------------------------------------------------------------------------------
 
@@ -478,13 +494,23 @@ class LexicalIndex:
     # -- search ----------------------------------------------------------------------------------------------------
 
     def _postings(self, pid: bytes) -> _Postings:
-        """The partition's postings in memory: its snapshot's, parsed on first use; empty for a partition the index
-        holds nothing of (the store loads or builds every partition it opens, so only a new one)."""
+        """The partition's postings in memory: its snapshot's, parsed on first use; made from its documents when they
+        do not parse, or when the index holds nothing of the partition (the store loads or builds every partition it
+        opens, so a new one): never taken for empty."""
         mem = self._memory.get(pid)
         if mem is not None:
             return mem
-        sealed = self._sealed.pop(pid, None)
-        mem = self._memory[pid] = _Postings() if sealed is None else self._parse(sealed)
+        sealed = self._sealed.get(pid)
+        if sealed is None:
+            mem = self._made(self._documents(pid))
+        else:
+            try:
+                mem = self._parse(sealed)
+            except StoreCorrupt:  # damaged inside (its head was whole): the documents are the truth
+                mem = self._made(self._documents(pid))
+                self.remade += 1
+        self._memory[pid] = mem
+        self._sealed.pop(pid, None)
         return mem
 
     # -- the postings in a snapshot --------------------------------------------------------------------------------
@@ -586,6 +612,8 @@ class LexicalIndex:
             [ids[at : at + 2 * ID_BYTES] for at in range(0, 2 * ID_BYTES * n, 2 * ID_BYTES)],
             lengths,
         )
+        if len(mem.ordinal) != n or len(mem.by_id) != n:
+            raise ValueError("a lexical snapshot holds a document twice")
         for j in range(m):
             lo, hi = int(ends[j] - counts[j]), int(ends[j])
             t = mem.terms[blinds[ID_BYTES * j : ID_BYTES * (j + 1)]] = _Term(docs[lo:hi], tfs[lo:hi])

@@ -61,7 +61,8 @@ from gaml.policy.keychain import NODE_MASTER_REF, Keychain
 from gaml.policy.model import EDGE_FIELDS, ID_RE, Asset, Heat, PrivacyScope, Tier, canonical_json
 from gaml.policy.partitions import PartitionRef, partition_of
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3  # 3: no BM25 postings in the index space (they live in the snapshots)
+SCHEMAS_READ: Final = (2, 3)  # a store of schema 2 is upgraded when it opens (Store._drop_disk_postings)
 RECORD_MAGIC: Final = b"R1"
 CANARY: Final = b"gaml-canary-v1"
 DEFAULT_MAX_PAYLOAD_BYTES: Final = 1 << 20
@@ -85,14 +86,10 @@ INDEX_FIELDS: Final[dict[str, bytes]] = {
 TIME_FIELD: Final = b"T"
 LOCAL_LOG: Final = b"local/"  # local/ sid -> n: the last local commit that changed the record's heat or tier …
 ANALYZER_KEY: Final = b"analyzer"  # the lexical analyzer the postings were made with (:meth:`Store._reanalyze`)
-# The BM25 postings and statistics an earlier GAML kept in the index space, per posting (``L`` pid term sid) and per
-# partition (``l`` pid): deleted when such a store opens (:meth:`Store._drop_disk_postings`), so many per commit.
+# The BM25 postings and statistics a store of schema 2 kept in the index space, per posting (``L`` pid term sid) and
+# per partition (``l`` pid): deleted when it opens (:meth:`Store._drop_disk_postings`), so many per commit.
 DISK_POSTINGS: Final = (b"L", b"l")
 DISK_POSTINGS_DELETES: Final = 100_000
-# Written once a store has none of them (a new one at once): after the deletes, a scan of those ranges would walk
-# their tombstones until a compaction dropped them, so it is not made again.
-POSTINGS_KEY: Final = b"postings"
-POSTINGS_IN_SNAPSHOTS: Final = b"snapshots"
 LOCAL_SEQ: Final = b"localseq"  # … and the number of local commits so far
 TOMBSTONES_KEY: Final = b"tombstones"  # how many records are tombstones: written with each one (Store.stats reads it)
 USER_META: Final = b"u:"  # meta records of the layers above the store (ingestion watermarks, curation state)
@@ -259,7 +256,9 @@ class Store:
         self._pid_cache: dict[str, bytes] = {}
         self._blind_cache: dict[bytes, bytes] = {}  # bounded: cleared when it reaches BLIND_CACHE_MAX
         # blind(b"L", term), computed as mac does (the index keeps the one cache of its terms)
-        self.lexical = LexicalIndex(lambda term: self.mac(b"L", term.encode()), self.id_of)
+        self.lexical = LexicalIndex(
+            lambda term: self.mac(b"L", term.encode()), self.id_of, lambda pid: self._texts(pid, self._members(pid))
+        )
         self.superseded: dict[str, set[str]] = {}  # id -> the live assets that supersede it
         self.seq = 0
         self.tombstones = 0  # records that are tombstones (TOMBSTONES_KEY): it moves with every erasure
@@ -267,7 +266,7 @@ class Store:
         self.rebuilt_indexes = 0
         self.replayed_events = 0
         self._reanalyzed: set[bytes] = set()  # partitions whose postings are made again for another analyzer …
-        self.reanalyzed_assets = 0  # … and the assets whose postings were
+        self.reanalyzed_assets = 0  # … and the assets whose postings were (those with a word)
 
     # -- opening ---------------------------------------------------------------------------------------------------
 
@@ -292,8 +291,12 @@ class Store:
         local = kv.load("meta", LOCAL_SEQ)
         store.local_writes = struct.unpack(">Q", local)[0] if local else 0
         store._recover_indexes()
-        if renamed:  # every partition's postings are this analyzer's now (in memory; the next checkpoint seals them)
+        if renamed:  # every partition's postings are this analyzer's now
             kv.commit([Put("meta", ANALYZER_KEY, ANALYZER.encode())])
+        if store.reanalyzed_assets and not store.pending():
+            # Sealed now, so that no later open (a command that only reads) makes them again; where vectors wait to be
+            # indexed (a rebuild, a crash), a checkpoint would index them all first: the next one seals them.
+            store.checkpoint()
         store.tombstones = store._count_tombstones()
         return store
 
@@ -323,7 +326,6 @@ class Store:
                     Put("meta", b"canary", self.seal_meta(b"canary", CANARY)),
                     Put("meta", b"schema", str(SCHEMA_VERSION).encode()),
                     Put("meta", ANALYZER_KEY, ANALYZER.encode()),
-                    Put("meta", POSTINGS_KEY, POSTINGS_IN_SNAPSHOTS),
                     Put("meta", TOMBSTONES_KEY, pack(0)),
                 ]
             )
@@ -335,8 +337,10 @@ class Store:
         if not ok:
             raise WrongKey("this keychain did not create this store (the key canary does not open); use the right home")
         schema = self.kv.load("meta", b"schema")
-        if schema != str(SCHEMA_VERSION).encode():
-            raise StoreCorrupt(f"unsupported store schema {schema!r}; this node reads schema {SCHEMA_VERSION}")
+        if schema not in {str(v).encode() for v in SCHEMAS_READ}:
+            raise StoreCorrupt(
+                f"unsupported store schema {schema!r}; this node reads schemas {', '.join(map(str, SCHEMAS_READ))}"
+            )
 
     def _load_partitions(self) -> None:
         for key, blob in self.kv.load_range("meta", b"partition/", prefix_end(b"partition/")):
@@ -364,10 +368,11 @@ class Store:
         return True
 
     def _drop_disk_postings(self) -> None:
-        """Delete the postings an earlier GAML wrote with each commit (:data:`DISK_POSTINGS`): now the snapshots and
-        the journal hold them. Nothing reads those keys, so an interrupted run only leaves the rest to the next open;
-        once none is left, :data:`POSTINGS_KEY` says so and no later open looks again."""
-        if self.kv.load("meta", POSTINGS_KEY) == POSTINGS_IN_SNAPSHOTS:
+        """Upgrade a store of schema 2: delete the postings it wrote with each commit (:data:`DISK_POSTINGS`), now
+        that the snapshots and the journal hold them, then name schema 3 (which an older GAML refuses: it would read
+        no postings). Nothing reads those keys, so an interrupted run leaves the rest to the next open; once the store
+        is of schema 3 no open looks again (a scan of those ranges would walk their tombstones until a compaction)."""
+        if self.kv.load("meta", b"schema") == str(SCHEMA_VERSION).encode():
             return
         for prefix in DISK_POSTINGS:
             batch: list[Op] = []
@@ -378,15 +383,17 @@ class Store:
                     batch = []
             if batch:
                 self.kv.commit(batch)
-        self.kv.commit([Put("meta", POSTINGS_KEY, POSTINGS_IN_SNAPSHOTS)])
+        self.kv.commit([Put("meta", b"schema", str(SCHEMA_VERSION).encode())])
+
+    def _texts(self, pid: bytes, members: Iterable[tuple[bytes, Asset]]) -> Iterator[tuple[bytes, str | None]]:
+        """What partition ``pid``'s postings are made from, for its records ``members``: each live asset's text
+        (tombstones and assets that moved out have none there)."""
+        for sid, a in members:
+            yield sid, None if a.tombstone or self.pid_of(partition_of(a)) != pid else a.text()
 
     def _build_postings(self, pid: bytes, members: Iterable[tuple[bytes, Asset]]) -> None:
-        """Make partition ``pid``'s postings from its records ``members`` (its live assets' texts; tombstones and
-        assets that moved out have none there)."""
-        n = self.lexical.build(
-            pid,
-            ((sid, None if a.tombstone or self.pid_of(partition_of(a)) != pid else a.text()) for sid, a in members),
-        )
+        """Make partition ``pid``'s postings from its records ``members``."""
+        n = self.lexical.build(pid, self._texts(pid, members))
         if pid in self._reanalyzed:
             self.reanalyzed_assets += n
 
@@ -448,6 +455,7 @@ class Store:
                     raise ValueError("postings of another analyzer")
                 self.lexical.load(pid, lexical)
             except ValueError:  # postings of another analyzer (or not postings): made from the records
+                self._reanalyzed.add(pid)
                 self._build_postings(pid, self._members(pid))
                 live.dirty = True
             live.views = views
@@ -609,6 +617,7 @@ class Store:
         self.kv.commit([Put("meta", name, self.seal_meta(name, part.to_json()))])
         self._live[part.pid] = _Live(part, key, index, {}, self.seq, views=PartitionViews(self._digest_key))
         self._by_name[ref.name] = part.pid
+        self.lexical.build(part.pid, ())  # a new partition's postings start empty: there are no records to read
         return part
 
     def partitions(self) -> list[Partition]:
@@ -813,10 +822,10 @@ class Store:
         except BaseException:
             self.lexical.discard_staged()
             raise
+        self.seq = seq  # the journal holds these entries now, whatever follows
         self.lexical.commit_staged()
         if not ops:
             return changed
-        self.seq = seq
         for live, asset, vec, old_live, old in after:
             id_ = asset.id
             if old is not None:
@@ -1065,9 +1074,9 @@ class Store:
         except BaseException:
             self.lexical.discard_staged()
             raise
-        self.lexical.commit_staged()
-        self.seq = seq
+        self.seq = seq  # the journal holds this entry now, whatever follows
         self.tombstones += 1
+        self.lexical.commit_staged()
         live.index.remove(id_)
         live.pending.pop(id_, None)
         self._forget_view(live, old)
@@ -1185,13 +1194,13 @@ class Store:
     # -- index maintenance -----------------------------------------------------------------------------------------
 
     def purge(self, ids: Iterable[str]) -> None:
-        """Drop every earlier version of these assets' records, vectors, index entries, postings and edges from
-        storage (see ``KV.purge``): an erased item must not linger, even sealed or blinded, in a log or a table file
-        until some later compaction."""
+        """Drop every earlier version of these assets' records, vectors, index entries and edges from storage (see
+        ``KV.purge``): an erased item must not linger, even sealed or blinded, in a log or a table file until some
+        later compaction. (Its postings are in memory and the snapshots, which the caller's checkpoint rewrites.)"""
         sids = [self.sid(_check_id(i)) for i in ids]
         if not sids:
             return
-        # Their index entries, postings and edges are keyed by blinded values spread over the whole space.
+        # Their index entries and edges are keyed by blinded values spread over the whole space.
         self.kv.purge(
             {
                 "assets": sids,
