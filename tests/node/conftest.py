@@ -16,6 +16,7 @@ from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.node import Node
 from gaml.node.core.store.blobs import BlobStore, MemoryBlobs
 from gaml.node.core.store.kv import KV, MemoryKV, Op
+from gaml.node.core.store.lexical import LexicalIndex
 from gaml.node.core.store.store import Store
 from gaml.node.core.store.vectors import AdaptiveFactory, ExactFactory, IndexFactory
 from gaml.node.core.text import parsers
@@ -116,6 +117,18 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     yield w
     if w.kv is not None:
         w.kv.close()
+
+
+def live_postings(index: LexicalIndex, pid: bytes) -> dict[tuple[bytes, str], tuple[int, int]]:
+    """Every live posting of a partition in memory: (blinded term, id) -> (term frequency, document length)."""
+    mem = index._postings(pid)
+    out = {}
+    for b, term in mem.terms.items():
+        docs, tf = term.arrays()
+        for o, f in zip(docs.tolist(), tf.tolist(), strict=True):
+            if mem.alive[o]:
+                out[(b, mem.ids[o])] = (f, int(mem.length[o]))
+    return out
 
 
 def fact(text: str, owner: str = "alice", **kw: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from gaml.policy.errors import Deleted, InvalidInput, NotFound
 from gaml.policy.keychain import NODE_IDENTITY_REF
 from gaml.policy.model import Asset, AssetType, Heat, Level, PrivacyScope, Retention, Tier, TrustClass, item_id
 from gaml.policy.partitions import partition_of
-from tests.node.conftest import NOW, World, memory_world, rocks_world
+from tests.node.conftest import NOW, World, live_postings, memory_world, rocks_world
 from tests.node.test_embed import Counting
 
 MIN_US = 60 * 10**6
@@ -284,13 +284,7 @@ def postings(store: Store, word: str) -> list[str]:
     """The live documents the lexical index lists under ``word`` (its blinded term), in every partition."""
     (term,) = tokenize(word)
     blind = store.blind(b"L", term)
-    out = []
-    for part in store.partitions():
-        mem = store.lexical._postings(part.pid)
-        found = mem.terms.get(blind)
-        if found is not None:
-            out += [mem.ids[o] for o in found.arrays()[0].tolist() if mem.alive[o]]
-    return out
+    return [i for part in store.partitions() for b, i in live_postings(store.lexical, part.pid) if b == blind]
 
 
 def derived_from_item(store: Store, id_: str) -> list[Asset]:

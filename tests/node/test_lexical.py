@@ -16,6 +16,7 @@ from gaml.node.core.store import lexical as lexical_mod
 from gaml.node.core.store.lexical import ANALYZER, STOPWORDS, LexicalIndex, tokenize
 from gaml.policy import crypto
 from gaml.policy.errors import StoreCorrupt
+from tests.node.conftest import live_postings
 
 BLIND_KEY = bytes(range(32))
 PID_A = b"A" * 16
@@ -55,15 +56,7 @@ def reloaded(index: LexicalIndex, pids: tuple[bytes, ...] = (PID_A, PID_B)) -> L
 
 def postings(index: LexicalIndex, pids: tuple[bytes, ...] = (PID_A, PID_B)) -> dict[bytes, tuple[int, int]]:
     """Every live posting in memory: pid + blind(term) + sid -> (term frequency, document length)."""
-    out = {}
-    for pid in pids:
-        mem = index._postings(pid)
-        for b, term in mem.terms.items():
-            docs, tf = term.arrays()
-            for o, f in zip(docs.tolist(), tf.tolist(), strict=True):
-                if mem.alive[o]:
-                    out[pid + b + mem.sids[o]] = (f, int(mem.length[o]))
-    return out
+    return {pid + b + bytes.fromhex(i): v for pid in pids for (b, i), v in live_postings(index, pid).items()}
 
 
 def expected_postings(docs: Docs) -> dict[bytes, tuple[int, int]]:

@@ -39,7 +39,7 @@ from gaml.policy.errors import (
 )
 from gaml.policy.model import Asset, Heat, Tier
 from gaml.policy.partitions import PartitionRef
-from tests.node.conftest import NOW, World, fact, memory_world, new_keychain
+from tests.node.conftest import NOW, World, fact, live_postings, memory_world, new_keychain
 
 ROOT = Path(__file__).resolve().parents[2]
 LATER = NOW + 1_000_000
@@ -376,10 +376,10 @@ def test_the_postings_in_a_snapshot_and_the_journal_after_it_are_the_store(world
     assert ids[2] not in {i for i, _ in node.store.lexical.search(pid, "early fact 2", 100)}
     devices = node.store.pid_of(PartitionRef.parse("trusted_devices|owner:alice"))
     assert ids[2] in {i for i, _ in node.store.lexical.search(devices, "early fact 2", 100)}
-    replayed = {p: _live_postings(node.store.lexical, p) for p in (pid, devices)}
+    replayed = {p: live_postings(node.store.lexical, p) for p in (pid, devices)}
     for p in (pid, devices):
         node.store._build_postings(p, node.store._members(p))  # made again from the records
-    assert {p: _live_postings(node.store.lexical, p) for p in (pid, devices)} == replayed
+    assert {p: live_postings(node.store.lexical, p) for p in (pid, devices)} == replayed
     assert {q: node.store.lexical.search(pid, q, 100) for q in queries} == after
     assert next(world.kv.load_range("index", b"L", b"M"), None) is None  # no posting written per commit
     assert next(world.kv.load_range("index", b"l", b"m"), None) is None
@@ -905,18 +905,6 @@ class FailingCommitKV(MemoryKV):
         super().commit(ops, sync=sync)
 
 
-def _live_postings(index: lexical.LexicalIndex, pid: bytes) -> dict[tuple[bytes, str], tuple[int, int]]:
-    """Every live posting of a partition in memory: (blinded term, id) -> (term frequency, document length)."""
-    mem = index._postings(pid)
-    out = {}
-    for b, term in mem.terms.items():
-        docs, tf = term.arrays()
-        for o, f in zip(docs.tolist(), tf.tolist(), strict=True):
-            if mem.alive[o]:
-                out[(b, mem.ids[o])] = (f, int(mem.length[o]))
-    return out
-
-
 def test_failed_commits_leave_the_postings_as_the_records_say(world: World) -> None:
     """A put and a delete whose commits fail change nothing of the postings; the writes after them (a put, an edit, a
     delete) leave the postings of both partitions equal to those made afresh from the records, and the journal goes
@@ -925,7 +913,7 @@ def test_failed_commits_leave_the_postings_as_the_records_say(world: World) -> N
     ids = node.put([fact(f"fact {i} walnut {'amber' if i % 2 else 'cedar'}") for i in range(12)], NOW)
     node.put([fact("a device note walnut", privacy_scope="trusted_devices")], NOW)
     pids = [node.store.pid_of(PartitionRef.parse(f"{s}|owner:alice")) for s in ("user_private", "trusted_devices")]
-    before = {pid: _live_postings(node.store.lexical, pid) for pid in pids}
+    before = {pid: live_postings(node.store.lexical, pid) for pid in pids}
     seq = node.store.seq
     real = node.store.kv.commit
 
@@ -939,7 +927,7 @@ def test_failed_commits_leave_the_postings_as_the_records_say(world: World) -> N
         node.delete(ids[4], NOW + 1)
     node.store.kv.commit = real  # type: ignore[method-assign]
     assert not node.store.lexical.has_staged() and node.store.seq == seq
-    assert {pid: _live_postings(node.store.lexical, pid) for pid in pids} == before
+    assert {pid: live_postings(node.store.lexical, pid) for pid in pids} == before
     assert node.store.lexical.search(pids[0], "zebra", 5) == []
     node.put([fact("a later fact zebra walnut")], NOW + 2)
     node.put([fact("fact 5 walnut amber", entities=["oak"], privacy_scope="trusted_devices")], NOW + 2)  # a move
@@ -948,7 +936,7 @@ def test_failed_commits_leave_the_postings_as_the_records_say(world: World) -> N
     fresh = lexical.LexicalIndex(lambda term: node.store.mac(b"L", term.encode()), node.store.id_of)
     for pid in pids:
         fresh.build(pid, node.store._texts(pid, node.store._members(pid)))  # made afresh from the records
-        assert _live_postings(node.store.lexical, pid) == _live_postings(fresh, pid)
+        assert live_postings(node.store.lexical, pid) == live_postings(fresh, pid)
         assert node.store.lexical.stats(pid) == fresh.stats(pid)
     assert {i for i, _ in node.store.lexical.search(pids[1], "oak", 5)} == {ids[5]}
     node.close()

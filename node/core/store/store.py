@@ -282,10 +282,11 @@ class Store:
         **kw: int,
     ) -> Store:
         store = cls(kv, blobs, keychain, identity, index_factory, entropy, **kw)
-        store._check_canary()
+        schema = store._check_canary()
         store._load_partitions()
         renamed = store._reanalyze()
-        store._drop_disk_postings()
+        if schema < SCHEMA_VERSION:
+            store._drop_disk_postings()
         last = next(kv.load_range("journal", reverse=True, limit=1), None)
         store.seq = struct.unpack(">Q", last[0])[0] if last else 0
         local = kv.load("meta", LOCAL_SEQ)
@@ -316,7 +317,9 @@ class Store:
     def open_meta(self, name: bytes, blob: bytes) -> bytes:
         return crypto.open_sealed(self._meta_key, blob, b"meta:" + name)
 
-    def _check_canary(self) -> None:
+    def _check_canary(self) -> int:
+        """Refuse a store this keychain did not make, or of a schema this GAML does not read; returns its schema (a
+        new store is made, of this GAML's)."""
         blob = self.kv.load("meta", b"canary")
         if blob is None:
             if next(self.kv.load_range("assets", limit=1), None) is not None:
@@ -329,7 +332,7 @@ class Store:
                     Put("meta", TOMBSTONES_KEY, pack(0)),
                 ]
             )
-            return
+            return SCHEMA_VERSION
         try:
             ok = self.open_meta(b"canary", blob) == CANARY
         except DecryptionFailed:
@@ -341,6 +344,7 @@ class Store:
             raise StoreCorrupt(
                 f"unsupported store schema {schema!r}; this node reads schemas {', '.join(map(str, SCHEMAS_READ))}"
             )
+        return int(schema)
 
     def _load_partitions(self) -> None:
         for key, blob in self.kv.load_range("meta", b"partition/", prefix_end(b"partition/")):
@@ -372,8 +376,6 @@ class Store:
         that the snapshots and the journal hold them, then name schema 3 (which an older GAML refuses: it would read
         no postings). Nothing reads those keys, so an interrupted run leaves the rest to the next open; once the store
         is of schema 3 no open looks again (a scan of those ranges would walk their tombstones until a compaction)."""
-        if self.kv.load("meta", b"schema") == str(SCHEMA_VERSION).encode():
-            return
         for prefix in DISK_POSTINGS:
             batch: list[Op] = []
             for key, _ in self.kv.load_range("index", prefix, prefix_end(prefix)):
@@ -962,8 +964,8 @@ class Store:
                 ops.append(Put("journal", pack(seq), OP_MOVED_OUT + sid + old_pid + pack(a.version)))
                 self.lexical.stage(old_pid, sid, None)
                 self.lexical.stage(part.pid, sid, a.text())
-            elif a.text() != old.text():
-                self.lexical.stage(part.pid, sid, a.text())
+            elif (text := a.text()) != old.text():
+                self.lexical.stage(part.pid, sid, text)
         else:
             self.lexical.stage(part.pid, sid, a.text())
         ops.extend(self._diff_ops(old, a))
