@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -106,6 +107,7 @@ _PLAIN_KINDS: Final[dict[str, str]] = {
 }
 
 
+@functools.cache
 def _enum_prefix(cls: type) -> str:
     """The buf-style value prefix of a domain enum class: its name in UPPER_SNAKE (``TrustClass`` → ``TRUST_CLASS``)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
@@ -130,16 +132,18 @@ def _enum_from_pb(field: str, number: int) -> Any:
     """The domain member for a wire enum number; ``None`` for UNSPECIFIED (0)."""
     if number == 0:
         return None
-    value = _pb_enum(field).values_by_number.get(number)
-    if value is None:
+    member = _MEMBERS_FROM_WIRE[field].get(number)
+    if member is None:
         raise UnknownEnumValue(f"{field}: unknown enum number {number}; expected one of: {_short_names(field)}")
-    cls = ENUM_FIELDS[field]
-    return cls[value.name[len(_enum_prefix(cls)) + 1 :]]
+    return member
 
 
-# Per enum field: domain member -> wire number, and wire number -> domain short name (UNSPECIFIED left out).
+# Per enum field: domain member -> wire number, and wire number -> domain member or short name (UNSPECIFIED left out).
 _TO_WIRE: Final[dict[str, dict[Any, int]]] = {
     name: {m: _enum_to_pb(name, m) for m in cls} for name, cls in ENUM_FIELDS.items()
+}
+_MEMBERS_FROM_WIRE: Final[dict[str, dict[int, Any]]] = {
+    name: {n: m for m, n in members.items()} for name, members in _TO_WIRE.items()
 }
 _FROM_WIRE: Final[dict[str, dict[int, str]]] = {
     name: {n: m.value for m, n in members.items()} for name, members in _TO_WIRE.items()

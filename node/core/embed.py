@@ -50,9 +50,10 @@ class HashEmbedder:
         # which the garbage collector does not track; emptied when full.
         self._grams: dict[str, int] = {}
 
-    def _features(self, text: str) -> dict[int, float]:
+    def _codes(self, text: str, codes: list[int]) -> None:
+        """Append the code of each of ``text``'s grams (its words, then its word pairs) to ``codes``: its bucket + 1,
+        negated for a negative sign."""
         words = [w.lower() for w in _WORD.findall(text)]
-        feats: dict[int, float] = {}
         grams = self._grams
         for g in itertools.chain(words, map(" ".join, itertools.pairwise(words))):
             code = grams.get(g)
@@ -61,20 +62,28 @@ class HashEmbedder:
                     grams.clear()
                 h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
                 code = grams[g] = h % self.dim + 1 if (h >> 63) & 1 else -(h % self.dim) - 1
-            bucket = abs(code) - 1
-            feats[bucket] = feats.get(bucket, 0.0) + (1.0 if code > 0 else -1.0)
-        return feats
+            codes.append(code)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        """Per text, each bucket's signed count ``c`` of its grams as ``sign(c)·log(1 + |c|)``, of norm 1 (0 for a
+        text without words). The counts of every text at once (one ``bincount``); each row's norm as
+        ``np.linalg.norm`` makes it, so the vectors are the same bits as one text at a time."""
+        codes: list[int] = []
+        counts = np.zeros(len(texts), np.intp)
         for i, text in enumerate(texts):
-            feats = self._features(text)
-            if feats:
-                values = np.fromiter(feats.values(), np.float64, len(feats))
-                out[i, np.fromiter(feats.keys(), np.intp, len(feats))] = np.sign(values) * np.log1p(np.abs(values))
-                norm = float(np.linalg.norm(out[i]))
-                if norm > 0:
-                    out[i] /= norm
+            before = len(codes)
+            self._codes(text, codes)
+            counts[i] = len(codes) - before
+        code = np.fromiter(codes, np.int64, len(codes))
+        row = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+        summed = np.bincount(
+            row * self.dim + np.abs(code) - 1, weights=np.sign(code).astype(np.float64), minlength=len(texts) * self.dim
+        ).reshape(len(texts), self.dim)
+        out = (np.sign(summed) * np.log1p(np.abs(summed))).astype(np.float32)
+        for v in out:
+            norm = float(np.sqrt(v.dot(v)))  # np.linalg.norm of a row, as it computes it
+            if norm > 0:
+                v /= norm
         return out
 
 

@@ -47,15 +47,17 @@ def by_definition(text: str, dim: int) -> np.ndarray:
 def test_vectors_follow_the_definition_whatever_the_embedder_remembers(
     grams_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same rows from a fresh embedder, one that met the texts before, and one whose memory of grams holds only
-    three (emptied again and again); each row is the definition's vector (to float32), of norm 1, or 0 when the text
-    has no word."""
+    """The same rows from a fresh embedder, one that met the texts before, one whose memory of grams holds only three
+    (emptied again and again), and each text embedded alone; each row is the definition's vector (to float32), of
+    norm 1, or 0 when the text has no word."""
     monkeypatch.setattr(embed, "GRAMS_MAX", grams_max)
     e = HashEmbedder(64)
     first = e.embed(TEXTS)
     again = e.embed(list(reversed(TEXTS)))[::-1]
     assert first.dtype == np.float32 and first.shape == (len(TEXTS), 64)
     assert np.array_equal(first, again) and np.array_equal(first, HashEmbedder(64).embed(TEXTS))
+    assert np.array_equal(first, np.vstack([e.embed([t]) for t in TEXTS]))  # a batch's rows: the same bits as alone
+    assert e.embed([]).shape == (0, 64)
     assert len(e._grams) <= grams_max
     for text, row in zip(TEXTS, first, strict=True):
         np.testing.assert_allclose(row, by_definition(text, 64), atol=1e-6)
