@@ -114,6 +114,7 @@ from gaml.node.serve.web import url_host
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import check_private_dir, write_atomic
+from gaml.node.shells.hnsw_index import usable_cpus
 from gaml.node.shells.mdns import Discovery
 from gaml.policy import crypto
 from gaml.policy.access import Principal
@@ -421,7 +422,7 @@ class Daemon:
         return svc
 
     def _open_node(self) -> MemoryService:
-        node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
+        node = open_node(self.home, self.unlock, embedder=self.opts.embedder, index_threads=usable_cpus())
         try:
             # The model is loaded before the node says it serves: the first call does not pay seconds for it.
             t0 = time.perf_counter()
