@@ -12,11 +12,12 @@ One process, three lanes, no shared Python state:
   passes while it waits in the lane is dropped before it starts; one that started finishes atomically.
   Between calls the lane also **indexes in the background**: vectors written since the last checkpoint move into
   their HNSW index in steps of ``INDEX_CHUNK`` once no call has run for ``INDEX_IDLE_S`` (or, while more than
-  ``INDEX_BACKLOG`` wait, between calls), so search stops paying the exact scan over unindexed vectors without a
-  restart. Each step is short, so a call waits at most one step. The lane also keeps the heap out of the collector's
-  way (``settle_heap``): what the node holds is frozen once open, and what calls leave every ``FREEZE_CALLS`` calls,
-  so a full collection never walks the caches that frames grow; after ``HEAP_IDLE_S`` without a call the whole heap
-  is collected once, frozen objects included.
+  ``INDEX_BACKLOG`` wait, between calls: the backlog is counted after calls ran), so search stops paying the exact
+  scan over unindexed vectors without a restart. hnswlib inserts them with one thread per CPU the process may use
+  (``usable_cpus``), its GIL let go. Each step is short, so a call waits at most one step. The lane also keeps the
+  heap out of the collector's way (``settle_heap``): what the node holds is frozen once open, and what calls leave
+  every ``FREEZE_CALLS`` calls, so a full collection never walks the caches that frames grow; after ``HEAP_IDLE_S``
+  without a call the whole heap is collected once, frozen objects included.
 - gRPC's own C threads, which hold no GAML state.
 
 **Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
@@ -565,15 +566,30 @@ class Daemon:
         def step() -> tuple[int, int]:
             return store.catch_up(INDEX_CHUNK), store.pending()
 
-        left, seen, run_moved, run_t0 = -1, -1.0, 0, 0.0  # left -1: not known yet
+        # left: the vectors waiting when last counted (-1: not known yet), counted: the lane's ``touched`` then
+        left, seen, counted, run_moved, run_t0 = -1, -1.0, -1.0, 0, 0.0
         while True:
-            nothing_new = left == 0 and self.lane.touched == seen
-            if nothing_new or not (self.lane.idle(INDEX_IDLE_S) or left >= INDEX_BACKLOG):
+            mark = self.lane.touched
+            nothing_new = left == 0 and mark == seen
+            idle = self.lane.idle(INDEX_IDLE_S)
+            if not nothing_new and not idle and left < INDEX_BACKLOG and mark != counted:
+                # Calls ran since the backlog was last counted, and no idle moment lets a step run: count it (a
+                # short call of its own between two calls), so that a bulk write with no pause is indexed between
+                # its calls once INDEX_BACKLOG vectors wait, as one with pauses is.
+                try:
+                    left, counted = await self.lane.run(store.pending, background=True), mark
+                except Exception as e:  # as a failing step, below
+                    _event("index failed", logging.ERROR, error=f"{type(e).__name__}: {e}")
+                    left, seen, counted = 0, mark, mark
+                if left < INDEX_BACKLOG:
+                    await asyncio.sleep(INDEX_POLL_S)
+                continue
+            if nothing_new or not (idle or left >= INDEX_BACKLOG):
                 await asyncio.sleep(INDEX_POLL_S)
                 continue
-            mark = self.lane.touched
             try:
                 moved, left = await self.lane.run(step, background=True)
+                counted = mark
             except Exception as e:  # a failing step must not take the service down; the next checkpoint retries
                 _event("index failed", logging.ERROR, error=f"{type(e).__name__}: {e}")
                 left, seen = 0, mark

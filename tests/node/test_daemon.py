@@ -1002,6 +1002,22 @@ def test_vectors_put_through_the_daemon_are_indexed_in_the_background_without_a_
         assert hits and hits[0]["id"] == ids[-1]
 
 
+def test_a_backlog_over_its_bound_is_indexed_between_calls_without_an_idle_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the lane never idle long enough (INDEX_IDLE_S an hour), vectors still move into their index once more
+    than INDEX_BACKLOG wait: the indexer counts the backlog after calls ran (it did not before it had once stepped,
+    so a bulk write with no pause was never indexed while it lasted), then steps between calls."""
+    monkeypatch.setattr(daemon_mod, "INDEX_IDLE_S", 3600.0)
+    monkeypatch.setattr(daemon_mod, "INDEX_BACKLOG", 64)
+    n = 200
+    with daemon_log() as log, served() as s, unix_client(s.home) as c:
+        c.put([fact(f"bulk fact {i}: the lamp {i} hums") for i in range(n)])
+        event = log.wait_for(lambda e: e["event"] == "indexed")
+        assert event["vectors"] == n
+        assert s.daemon.indexed_in_background == n and c.status()["pending"] == 0
+
+
 class _Cell:
     """A collectable object that can hold itself (a cycle) and be weakly referenced."""
 
