@@ -538,16 +538,12 @@ def init_home(
     return identity.public_key.hex()
 
 
-def _index_factory(threads: int = 1) -> AdaptiveFactory:
-    return AdaptiveFactory(HnswFactory(threads=threads))
+def _index_factory() -> AdaptiveFactory:
+    return AdaptiveFactory(HnswFactory())
 
 
-def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = None, index_threads: int = 1) -> Node:
-    """Open the node in ``home`` with its real shells. Raises typed errors for a locked, corrupt or foreign store.
-
-    ``index_threads``: the threads that insert vectors into a partition's HNSW graph (the daemon's: one per CPU,
-    :func:`node.shells.hnsw_index.usable_cpus`). One, the default, builds the same graph from the same writes; more
-    build it faster, in an order their timing decides (:mod:`node.shells.hnsw_index`)."""
+def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = None) -> Node:
+    """Open the node in ``home`` with its real shells. Raises typed errors for a locked, corrupt or foreign store."""
     check_home(home)
     cfg = read_config(home)
     if unlock is None:
@@ -570,7 +566,7 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
             FileBlobs(home / "index"),
             kc,
             identity,
-            _index_factory(index_threads),
+            _index_factory(),
             entropy,
             max_payload_bytes=cfg["max_payload_bytes"],
         )

@@ -13,8 +13,8 @@ One process, three lanes, no shared Python state:
   Between calls the lane also **indexes in the background**: vectors written since the last checkpoint move into
   their HNSW index in steps of ``INDEX_CHUNK`` once no call has run for ``INDEX_IDLE_S`` (or, while more than
   ``INDEX_BACKLOG`` wait, between calls: the backlog is counted after calls ran), so search stops paying the exact
-  scan over unindexed vectors without a restart. hnswlib inserts them with one thread per CPU the process may use
-  (``usable_cpus``), its GIL let go. Each step is short, so a call waits at most one step. The lane also keeps the
+  scan over unindexed vectors without a restart. hnswlib inserts them on one thread (``node.shells.hnsw_index``
+  says why not more). Each step is short, so a call waits at most one step. The lane also keeps the
   heap out of the collector's way (``settle_heap``): what the node holds is frozen once open, and what calls leave
   every ``FREEZE_CALLS`` calls, so a full collection never walks the caches that frames grow; after ``HEAP_IDLE_S``
   without a call the whole heap is collected once, frozen objects included.
@@ -115,7 +115,6 @@ from gaml.node.serve.web import url_host
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import check_private_dir, write_atomic
-from gaml.node.shells.hnsw_index import usable_cpus
 from gaml.node.shells.mdns import Discovery
 from gaml.policy import crypto
 from gaml.policy.access import Principal
@@ -423,7 +422,7 @@ class Daemon:
         return svc
 
     def _open_node(self) -> MemoryService:
-        node = open_node(self.home, self.unlock, embedder=self.opts.embedder, index_threads=usable_cpus())
+        node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
         try:
             # The model is loaded before the node says it serves: the first call does not pay seconds for it.
             t0 = time.perf_counter()

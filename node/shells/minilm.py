@@ -43,7 +43,6 @@ from typing import Any, Final
 import numpy as np
 
 from gaml.node.shells.files import write_atomic
-from gaml.node.shells.hnsw_index import usable_cpus
 from gaml.policy.errors import GamlError
 
 MINILM_ID = "minilm-l6-v2"
@@ -219,6 +218,11 @@ def _export(cache: Path) -> bytes:
     return data
 
 
+def _cpus() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
 class _Onnx:
     """The exported model under ONNX Runtime, with the model's tokenizer, mean pooling and normalisation."""
 
@@ -228,7 +232,7 @@ class _Onnx:
 
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
-        opts.intra_op_num_threads = usable_cpus()  # its default counts physical cores: 1 on a 2-vCPU VM
+        opts.intra_op_num_threads = _cpus()  # its default counts physical cores: 1 on a 2-vCPU VM
         self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)

@@ -14,7 +14,6 @@ THRESHOLD = 50
 SUBJECTS: dict[str, tuple[IndexFactory, bool]] = {
     "exact": (ExactFactory(), True),
     "hnsw": (HnswFactory(), False),
-    "hnsw-threaded": (HnswFactory(threads=2), False),  # the daemon's: inserts from two threads at once
     "adaptive": (AdaptiveFactory(HnswFactory(), threshold=THRESHOLD), False),
 }
 
