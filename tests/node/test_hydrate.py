@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 
 from gaml.node.core.embed import HashEmbedder
 from gaml.node.core.hydrate import Hydration, HydrationRequest, Hydrator, Segment, Walk, parse_plane
+from gaml.node.core.hydrate import _best_sentence as hydrate_best_sentence
+from gaml.node.core.hydrate import _content_words as hydrate_content_words
 from gaml.node.core.hydrate import _only_announces as hydrate_only_announces
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.memory.ladder import Ladder
 from gaml.node.core.node import Node, display_text
 from gaml.node.core.store.store import Records
-from gaml.node.core.text import envelope, parsers
+from gaml.node.core.text import envelope, extract, parsers
 from gaml.node.core.text.privacy import Rules
 from gaml.node.core.tokens import HeuristicCounter
 from gaml.policy.access import Grant, Permission, Principal
@@ -1001,3 +1003,28 @@ def test_only_short_texts_are_remembered_and_answers_are_the_same_either_way() -
         )
     assert hydrate_module._content_words.cache_info().currsize == 1
     assert extract._sentence_spans.cache_info().currsize == 1
+
+
+def test_an_items_sentence_for_the_goal_is_one_that_says_something() -> None:
+    """An item's L1 is the sentence sharing most words with the goal, but never one that says nothing ("Wow, Melanie
+    and Jon!" shares two names with a goal naming them, and carries nothing): the sentence with the goal's other
+    words is shown instead, and a turn whose only sentence for the goal would say nothing has no L1 line."""
+    text = "Wow, Melanie and Jon! The painting took me a whole week to finish because the colours kept changing."
+    goal_words = hydrate_content_words("How long did the painting take Melanie and Jon?")
+    assert hydrate_best_sentence(text, goal_words, "", "Caroline").startswith("The painting took me")
+    # A stored summary that says nothing is not an L1 either (it would be chosen when no sentence shares a word).
+    assert hydrate_best_sentence("Wow, Melanie! Nice.", frozenset({"zebra"}), "Wow, Melanie!", "Caroline") == (
+        "Wow, Melanie!"
+    )
+    node = conversation_node(
+        [
+            ("Caroline", text),
+            ("Melanie", "Wow, Jon and Caroline! Cool! What did it look like? Did it take long to finish?"),
+        ]
+    )
+    sentences = []  # the L1 lines of frames from too small for any line to roomy enough for every turn verbatim
+    for budget in range(40, 100, 2):
+        h = hydrate(node, "How long did the painting take Melanie and Jon?", budget)
+        sentences += [line.split(": ", 1)[1] for line in body_lines(h.frame) if "~L1 " in line]
+    assert "The painting took me a whole week to finish because the colours kept changing." in sentences
+    assert not any(extract.says_nothing(s) or "Wow" in s for s in sentences), sentences
