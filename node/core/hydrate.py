@@ -54,8 +54,9 @@ Then, for each segment:
    ingestion resolved them (:mod:`node.core.text.when`).
 
 The levels of an item: L0 its verbatim text; L1 one sentence (the sentence that best matches the goal, else its
-stored summary; none when that says nothing, as "Wow, Melanie!" does); L2 its extracted facts (``entity attribute value``), absent when it has none; L3 a breadcrumb (its
-distinctive entities or keywords). A level that saves no tokens over the one above it is skipped.
+stored summary; none when that says nothing, as "Wow, Melanie!" does); L2 its extracted facts (``entity attribute
+value``), absent when it has none; L3 a breadcrumb (its distinctive entities or keywords). A level that saves no
+tokens over the one above it is skipped.
 
 The frame is the rendered lines inside the memory envelope (:mod:`node.envelope`), grouped by source under a header
 with the source's date (``8 May 2023``) and title, each line starting with its handle (``m3``, or ``m3~L2`` below
