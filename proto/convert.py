@@ -19,7 +19,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from google.protobuf import json_format
@@ -43,6 +43,7 @@ from gaml.policy.model import (
 from gaml.v1 import asset_pb2
 
 __all__ = [
+    "PreparedDraft",
     "asset_from_pb",
     "asset_json_from_pb",
     "asset_to_json",
@@ -450,10 +451,35 @@ def _plain_message(prepared: Mapping[str, Any]) -> asset_pb2.Asset | None:
     return msg
 
 
+class PreparedDraft(Mapping[str, Any]):
+    """A JSON draft read once: a mapping of the object as given (a shallow copy), with its wire message made and
+    checked by :func:`draft_pb_from_json` (which raises as it does). :func:`draft_pb_from_json` returns that message
+    again instead of reading the JSON again, so a client that sends the same drafts twice (``gaml put``: a check-only
+    pass, then the put) reads each once. :func:`draft_from_json` reads it as the JSON it holds."""
+
+    __slots__ = ("_obj", "message")
+
+    def __init__(self, obj: Mapping[str, Any]) -> None:
+        self.message: Final = draft_pb_from_json(obj)
+        self._obj: Final = dict(obj)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._obj[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._obj)
+
+    def __len__(self) -> int:
+        return len(self._obj)
+
+
 def draft_pb_from_json(obj: Mapping[str, Any]) -> asset_pb2.Asset:
     """The ``gaml.v1.Asset`` message of a JSON draft (what a client sends to ``Put``), validated as
     :func:`draft_from_json` validates it: the same errors, without making the draft's domain values (the node
-    makes them from the message)."""
+    makes them from the message). A :class:`PreparedDraft`'s is the message it holds (not a copy: a request that
+    takes it copies it)."""
+    if isinstance(obj, PreparedDraft):
+        return obj.message
     msg, prepared = _draft_message(obj)
     # What draft_from_json refuses past the message: an UNSPECIFIED asset_type, a nested value the domain refuses.
     _draft_fields(msg, [n for k in prepared if (n := _BY_JSON_KEY[k].name) == "asset_type" or n in _NESTED])

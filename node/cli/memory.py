@@ -42,7 +42,7 @@ from gaml.policy.errors import (
     StoreError,
 )
 from gaml.policy.model import load_json
-from gaml.proto.convert import asset_to_json, draft_from_json
+from gaml.proto.convert import PreparedDraft, asset_to_json
 
 if TYPE_CHECKING:
     from gaml.node.serve.client import RemoteMemory
@@ -220,18 +220,17 @@ def cmd_put(args: argparse.Namespace) -> None:
         text = sys.stdin.read() if args.file in (None, "-") else Path(args.file).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InvalidAsset(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    objs = []
+    objs: list[PreparedDraft] = []
     owner: str | None = None  # for the drafts that name none: the config read once, not once a draft
     for where, obj in _read_drafts(text, origin):  # read once, checked here to name a bad one by its place
-        try:
-            draft_from_json(obj)
-        except GamlError as e:
-            raise type(e)(f"{where}: {e}") from None
         if owner is None:
             owner = args.owner or (None if acting_as(args, args.as_) else _config_user(args.home)) or ""
-        if owner and obj.get("owner_id") is None and obj.get("ownerId") is None:
+        if owner and isinstance(obj, dict) and obj.get("owner_id") is None and obj.get("ownerId") is None:
             obj = {**obj, "owner_id": owner}
-        objs.append(obj)
+        try:
+            objs.append(PreparedDraft(obj))  # its wire message made once, for the check and the put
+        except GamlError as e:
+            raise type(e)(f"{where}: {e}") from None
     # Without --as on the store, each asset is written by its owner; through a daemon, by you.
     with _memory(args, args.as_, holder=True) as mem:
         if len(objs) > args.batch:  # several calls: all are checked before the first writes

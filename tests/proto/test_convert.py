@@ -32,6 +32,7 @@ from gaml.policy.model import (
     thaw_json,
 )
 from gaml.proto.convert import (
+    PreparedDraft,
     asset_from_pb,
     asset_json_from_pb,
     asset_to_json,
@@ -680,3 +681,31 @@ def test_a_json_draft_makes_the_message_the_mapping_makes(monkeypatch: pytest.Mo
     # ±Infinity unquoted, 1 for a bool, an int in a list of strings, an int for a string, a field the nested message
     # lacks, a bool for an int64, for nested integers and for an enum
     assert refused == [2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 14, 19, 20, 21, 22, 23]
+
+
+def test_a_prepared_draft_is_read_once_and_reads_as_its_json() -> None:
+    """``gaml put`` reads each draft once (:class:`PreparedDraft`) and sends it twice (a check-only pass, then the
+    put): its message is the one :func:`draft_pb_from_json` makes of the JSON, returned again without reading the JSON
+    again; it is a mapping equal to the JSON, which :func:`draft_from_json` (the in-process door) reads as it reads
+    the JSON; a bad draft raises on preparing, as it raises on reading; changing the object later changes neither."""
+    obj: dict[str, Any] = {
+        "asset_type": "FACT",
+        "payload": {"text": "The staging DB runs on port 6543", "n": 3},
+        "privacyScope": "user_private",
+        "tags": ["db", "staging"],
+        "confidence_score": 0.75,
+        "source": {"source_id": "notes.md", "start": 3, "end": 4},
+    }
+    prepared = PreparedDraft(obj)
+    assert prepared == obj and dict(prepared) == obj and len(prepared) == len(obj)
+    assert prepared.message == draft_pb_from_json(obj)
+    assert draft_pb_from_json(prepared) is prepared.message  # not read again
+    assert draft_from_json(prepared) == draft_from_json(obj)
+    assert draft_from_pb(prepared.message) == draft_from_json(obj)
+    obj["tags"] = ["changed"]  # a shallow copy: the mapping and its message stay as read
+    assert prepared["tags"] == ["db", "staging"] and list(prepared.message.tags) == ["db", "staging"]
+    for bad in ({"asset_type": "fact", "nope": 1}, {"asset_type": "fact", "confidence_score": True}, [], "fact"):
+        with pytest.raises((InvalidAsset, UnknownEnumValue)) as read:
+            draft_from_json(bad)  # type: ignore[arg-type]
+        with pytest.raises(type(read.value), match=re.escape(str(read.value))):
+            PreparedDraft(bad)  # type: ignore[arg-type]
