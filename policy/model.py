@@ -714,6 +714,8 @@ _EVOLVABLE: Final[dict[str, type]] = {
 
 
 def _string_set(name: str, value: object) -> tuple[str, ...]:
+    if value.__class__ is tuple and not value:  # the default (most of an asset's sets): nothing to check or sort
+        return ()
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise InvalidAsset(f"{name} must be a list of strings, got {type(value).__name__}")
     items = list(value)
