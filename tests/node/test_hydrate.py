@@ -1022,7 +1022,7 @@ def test_an_items_sentence_for_the_goal_is_one_that_says_something() -> None:
             ("Melanie", "Wow, Jon and Caroline! Cool! What did it look like? Did it take long to finish?"),
         ]
     )
-    sentences = []  # the L1 lines of frames from too small for any line to roomy enough for every turn verbatim
+    sentences = []  # the L1 lines of frames from one too small for any line to one with room for every turn
     for budget in range(40, 100, 2):
         h = hydrate(node, "How long did the painting take Melanie and Jon?", budget)
         sentences += [line.split(": ", 1)[1] for line in body_lines(h.frame) if "~L1 " in line]
