@@ -1008,7 +1008,7 @@ def test_only_short_texts_are_remembered_and_answers_are_the_same_either_way() -
 def test_an_items_sentence_for_the_goal_is_one_that_says_something() -> None:
     """An item's L1 is the sentence sharing most words with the goal, but never one that says nothing ("Wow, Melanie
     and Jon!" shares two names with a goal naming them, and carries nothing): the sentence with the goal's other
-    words is shown instead, and a turn whose only sentence for the goal would say nothing has no L1 line."""
+    words is shown instead, and no L1 line of a frame at any budget says nothing."""
     text = "Wow, Melanie and Jon! The painting took me a whole week to finish because the colours kept changing."
     goal_words = hydrate_content_words("How long did the painting take Melanie and Jon?")
     assert hydrate_best_sentence(text, goal_words, "", "Caroline").startswith("The painting took me")
