@@ -1181,7 +1181,7 @@ class Hydrator:
         summary = found.get(summary_id) if summary_id else None
         said = _unprefixed(str(summary.payload.get("text", "")), who) if summary is not None else ""
         sentence = _best_sentence(text, goal_words, said, who)
-        if sentence and sentence != text and not extract.says_nothing(sentence):  # "Wow, Melanie!" would say nothing
+        if sentence and sentence != text:
             rid = summary.id if summary is not None and sentence == said else asset.id
             u.reps[1] = self._line(u.handle, 1, prefix + sentence, rid, covers)
         facts = [f for f in (found.get(i) for i in fact_ids[:L2_FACTS]) if f is not None]
@@ -1453,8 +1453,9 @@ def _content_words(text: str) -> frozenset[str]:
 
 def _best_sentence(text: str, goal_words: frozenset[str], summary: str, speaker: str) -> str:
     """The item's L1: the sentence sharing most words with the goal (the speaker's name aside; the longer of equals),
-    else its stored summary, else its longest sentence; "" when the item is a single sentence with no summary. A
-    sentence that says nothing ("Wow, Melanie!": fillers and names) is never chosen for the words it shares."""
+    else its stored summary, else its longest sentence; "" when the item is a single sentence with no summary, or when
+    what it would be says nothing ("Wow, Melanie!": fillers and names; such a sentence is never chosen for the words
+    it shares either)."""
     parts = extract.sentences(text)
     if len(parts) <= 1 and not summary:
         return ""
@@ -1467,7 +1468,7 @@ def _best_sentence(text: str, goal_words: frozenset[str], summary: str, speaker:
     chosen = best or summary or max(parts, key=len, default="")
     if len(chosen) > L1_CHARS:
         chosen = extract.head_tail(chosen, L1_CHARS)
-    return chosen
+    return "" if extract.says_nothing(chosen) else chosen
 
 
 def _unprefixed(summary: str, speaker: str) -> str:
