@@ -562,7 +562,12 @@ class Daemon:
         assert svc is not None
         store = svc.node.store
 
-        def step() -> tuple[int, int]:
+        def step(only_over: bool) -> tuple[int, int]:
+            """A step of INDEX_CHUNK vectors (``only_over``: only if INDEX_BACKLOG or more wait): how many moved, and
+            how many wait after."""
+            left = store.pending()
+            if only_over and left < INDEX_BACKLOG:
+                return 0, left
             return store.catch_up(INDEX_CHUNK), store.pending()
 
         # left: the vectors waiting when last counted (-1: not known yet), counted: the lane's ``touched`` then
@@ -570,24 +575,16 @@ class Daemon:
         while True:
             mark = self.lane.touched
             nothing_new = left == 0 and mark == seen
-            idle = self.lane.idle(INDEX_IDLE_S)
-            if not nothing_new and not idle and left < INDEX_BACKLOG and mark != counted:
-                # Calls ran since the backlog was last counted, and no idle moment lets a step run: count it (a
-                # short call of its own between two calls), so that a bulk write with no pause is indexed between
-                # its calls once INDEX_BACKLOG vectors wait, as one with pauses is.
-                try:
-                    left, counted = await self.lane.run(store.pending, background=True), mark
-                except Exception as e:  # as a failing step, below
-                    _event("index failed", logging.ERROR, error=f"{type(e).__name__}: {e}")
-                    left, seen, counted = 0, mark, mark
-                if left < INDEX_BACKLOG:
-                    await asyncio.sleep(INDEX_POLL_S)
-                continue
-            if nothing_new or not (idle or left >= INDEX_BACKLOG):
+            may_step = self.lane.idle(INDEX_IDLE_S) or left >= INDEX_BACKLOG
+            # A step runs when the lane is idle or the backlog is over its bound. Once calls ran since the backlog was
+            # last counted, it is counted again (a short call of its own between two calls, a step only if over the
+            # bound), so that a bulk write with no pause is indexed between its calls once INDEX_BACKLOG vectors
+            # wait, as one with pauses is.
+            if nothing_new or not (may_step or mark != counted):
                 await asyncio.sleep(INDEX_POLL_S)
                 continue
             try:
-                moved, left = await self.lane.run(step, background=True)
+                moved, left = await self.lane.run(functools.partial(step, not may_step), background=True)
                 counted = mark
             except Exception as e:  # a failing step must not take the service down; the next checkpoint retries
                 _event("index failed", logging.ERROR, error=f"{type(e).__name__}: {e}")
@@ -603,6 +600,8 @@ class Daemon:
                     _event("indexed", vectors=run_moved, s=round(time.monotonic() - run_t0, 3))
                     settle_heap("unfrozen")
                 run_moved = 0
+            elif not moved:  # counted under the bound: a step waits for an idle moment or a larger backlog
+                await asyncio.sleep(INDEX_POLL_S)
 
     async def _settle_when_idle(self) -> None:
         """Once no call has run for :data:`HEAP_IDLE_S` since what calls left was frozen, the whole heap is collected,
