@@ -46,7 +46,7 @@ from gaml.node.core.tokens import HeuristicCounter, TokenCounter
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import FileBlobs, check_no_symlink, check_private_dir, write_atomic
-from gaml.node.shells.hnsw_index import HnswFactory
+from gaml.node.shells.hnsw_index import HnswFactory, Inserter
 from gaml.node.shells.rocks_kv import RocksKV
 from gaml.policy import crypto
 from gaml.policy.access import PrincipalKind
@@ -538,12 +538,15 @@ def init_home(
     return identity.public_key.hex()
 
 
-def _index_factory() -> AdaptiveFactory:
-    return AdaptiveFactory(HnswFactory())
+def _index_factory(inserter: Inserter | None = None) -> AdaptiveFactory:
+    return AdaptiveFactory(HnswFactory(inserter=inserter))
 
 
-def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = None) -> Node:
-    """Open the node in ``home`` with its real shells. Raises typed errors for a locked, corrupt or foreign store."""
+def open_node(
+    home: Path, unlock: Unlock | None, *, embedder: Embedder | None = None, inserter: Inserter | None = None
+) -> Node:
+    """Open the node in ``home`` with its real shells. Raises typed errors for a locked, corrupt or foreign store.
+    ``inserter``: HNSW inserts go to its thread while the caller goes on (``node.shells.hnsw_index``; the daemon's)."""
     check_home(home)
     cfg = read_config(home)
     if unlock is None:
@@ -566,7 +569,7 @@ def open_node(home: Path, unlock: Unlock | None, *, embedder: Embedder | None = 
             FileBlobs(home / "index"),
             kc,
             identity,
-            _index_factory(),
+            _index_factory(inserter),
             entropy,
             max_payload_bytes=cfg["max_payload_bytes"],
         )

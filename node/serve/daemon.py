@@ -13,12 +13,16 @@ One process, three lanes, no shared Python state:
   Between calls the lane also **indexes in the background**: vectors written since the last checkpoint move into
   their HNSW index in steps of ``INDEX_CHUNK`` once no call has run for ``INDEX_IDLE_S`` (or, while more than
   ``INDEX_BACKLOG`` wait, between calls: the backlog is counted after calls ran), so search stops paying the exact
-  scan over unindexed vectors without a restart. hnswlib inserts them on one thread (``node.shells.hnsw_index``
-  says why not more). Each step is short, so a call waits at most one step. The lane also keeps the
+  scan over unindexed vectors without a restart. A step on the lane only hands its vectors to the HNSW inserter's
+  thread (:class:`node.shells.hnsw_index.Inserter`, one insert at a time: its module says why) and returns, so the next
+  call runs on the lane while they go into the graph on the other core; the next step waits for them off the lane,
+  and a call that reads the graph meanwhile waits at most for that one step's insert. The lane also keeps the
   heap out of the collector's way (``settle_heap``): what the node holds is frozen once open, and what calls leave
   every ``FREEZE_CALLS`` calls, so a full collection never walks the caches that frames grow; after ``HEAP_IDLE_S``
   without a call the whole heap is collected once, frozen objects included.
 - gRPC's own C threads, which hold no GAML state.
+- the HNSW inserter's thread, which runs the graph inserts the core thread hands it (hnswlib's C++, without the GIL)
+  and touches nothing else; the core thread waits for an insert before it reads or changes that graph again.
 
 **Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
 0600). A *gate* accepts each connection, reads the peer's credentials from the kernel (``SO_PEERCRED``: pid, uid,
@@ -115,6 +119,7 @@ from gaml.node.serve.web import url_host
 from gaml.node.shells import certs
 from gaml.node.shells.file_keychain import FileKeychain, Unlock
 from gaml.node.shells.files import check_private_dir, write_atomic
+from gaml.node.shells.hnsw_index import Inserter
 from gaml.node.shells.mdns import Discovery
 from gaml.policy import crypto
 from gaml.policy.access import Principal
@@ -367,6 +372,8 @@ class Daemon:
             )
         self.uid = os.getuid()
         self.lane = CoreLane()
+        # HNSW inserts run on a thread of their own while the lane serves the next call (node.shells.hnsw_index).
+        self.inserter = Inserter()
         self.trio = TrioGuest()
         self.revocations: certs.Revocations | None = None  # once the keychain is open (it seals the names)
         self.service: MemoryService | None = None
@@ -422,7 +429,7 @@ class Daemon:
         return svc
 
     def _open_node(self) -> MemoryService:
-        node = open_node(self.home, self.unlock, embedder=self.opts.embedder)
+        node = open_node(self.home, self.unlock, embedder=self.opts.embedder, inserter=self.inserter)
         try:
             # The model is loaded before the node says it serves: the first call does not pay seconds for it.
             t0 = time.perf_counter()
@@ -582,6 +589,14 @@ class Daemon:
             # wait, as one with pauses is.
             if nothing_new or not (may_step or mark != counted):
                 await asyncio.sleep(INDEX_POLL_S)
+                continue
+            last = self.inserter.last
+            if last is not None and not last.done():
+                # The last step's vectors are still going in, on the inserter's thread: a step now would wait for
+                # them on the lane, where calls are served. Wait here instead (a failed insert is run again, and
+                # reported, by its index on the lane).
+                with contextlib.suppress(Exception):
+                    await asyncio.wrap_future(last)
                 continue
             try:
                 moved, left = await self.lane.run(functools.partial(step, not may_step), background=True)
@@ -761,6 +776,7 @@ class Daemon:
             await self.lane.run(self._close)  # flush and snapshot the indexes, on the core thread
         finally:
             self.lane.shutdown()
+            self.inserter.close()
             with contextlib.suppress(Exception):
                 await self.trio.stop()
             if self._private is not None:

@@ -9,13 +9,22 @@ threads from 60 vectors, all deleted, then one added: a search for it found it 2
 one thread, or added without reusing a slot); the vector index contract's emptied-index check failed the same way.
 ``knn_query`` raises when it finds fewer than k results (DEPENDENCIES.md P7): ``search`` asks for at most the live
 count and retries with a smaller k.
+
+An :class:`Inserter` (the daemon's) runs inserts on a thread of its own: ``add`` does its bookkeeping, hands hnswlib's
+part to that thread and returns, and the caller goes on with other work (the daemon's next call) while the graph
+grows on the other core. Anything else that touches the graph (search, remove, the next add, reading vectors, a
+snapshot) first waits for the insert in flight, so a caller sees the index as if every add had finished before it
+returned, and the inserts run one at a time in the order given: the same graph as inserting on the caller's thread.
+hnswlib allows an insert beside other inserts but not beside a query, which is why nothing overlaps it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import pickle
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Final
 
@@ -23,7 +32,7 @@ import hnswlib
 import numpy as np
 
 from gaml.node.core.store.vectors import as_matrix, top_k
-from gaml.policy.errors import IndexMismatch, StoreCorrupt
+from gaml.policy.errors import IndexMismatch, StoreCorrupt, StoreError
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -40,6 +49,28 @@ EF_SEARCH: Final = 512
 EXACT_BELOW: Final = 2048  # an allowed set this small is scored exactly (cheaper and exact; see DESIGN.md §3)
 
 
+class Inserter:
+    """One thread for the inserts of the indexes given it (see the module docstring), one insert at a time.
+    :attr:`last` is the insert handed over last: a caller that must not wait on the indexes' owner (the daemon's
+    background indexer) waits on it instead before it hands over the next one."""
+
+    def __init__(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gaml-hnsw-insert")
+        self.last: concurrent.futures.Future[None] | None = None
+
+    def submit(self, insert: Callable[[], None]) -> concurrent.futures.Future[None]:
+        self.last = self._pool.submit(insert)
+        return self.last
+
+    @property
+    def busy(self) -> bool:
+        return self.last is not None and not self.last.done()
+
+    def close(self) -> None:
+        """Wait for the insert in flight, then stop the thread (after the indexes' owner has closed them)."""
+        self._pool.shutdown(wait=True)
+
+
 class HnswIndex:
     def __init__(
         self,
@@ -50,6 +81,7 @@ class HnswIndex:
         ef_search: int = EF_SEARCH,
         seed: int = 100,
         threads: int = 1,
+        inserter: Inserter | None = None,
     ) -> None:
         if dim <= 0:
             raise IndexMismatch("dimension must be positive")
@@ -65,8 +97,30 @@ class HnswIndex:
         self._label: dict[str, int] = {}
         self._id: dict[int, str] = {}
         self._next = 0
+        self.inserter = inserter
+        # The insert handed to the inserter and not yet waited for (the insert itself, to run again if it failed).
+        self._inflight: tuple[concurrent.futures.Future[None], Callable[[], None]] | None = None
+        self._failed: BaseException | None = None  # an insert that failed twice: the graph lacks labels it maps
+
+    def _settle(self) -> None:
+        """Wait for the insert in flight. One that failed runs again here, on the caller's thread (inserting the same
+        labels again only updates what went in); failing again, the index refuses snapshots from then on
+        (:class:`StoreError`), so the store's last good snapshot and its journal rebuild it at the next open."""
+        if self._inflight is None:
+            return
+        done, insert = self._inflight
+        self._inflight = None
+        try:
+            done.result()
+        except Exception:
+            try:
+                insert()
+            except Exception as e:
+                self._failed = e
+                raise StoreError(f"an HNSW insert failed twice: {type(e).__name__}: {e}") from e
 
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        self._settle()
         mat = as_matrix(vectors, self.dim, len(ids))
         if len(set(ids)) != len(ids):  # the same id twice in one call: the last vector wins, as in ExactIndex
             last = {id_: row for row, id_ in enumerate(ids)}
@@ -81,7 +135,14 @@ class HnswIndex:
             while cap < need:
                 cap *= 2
             self._index.resize_index(cap)
-        self._index.add_items(mat, labels, num_threads=self.threads, replace_deleted=True)
+        if self.inserter is None:
+            self._index.add_items(mat, labels, num_threads=self.threads, replace_deleted=True)
+        else:  # a copy of the rows: the caller may reuse its array while they are inserted
+            rows = np.array(mat, dtype=np.float32, order="C", copy=True)
+            insert = functools.partial(
+                self._index.add_items, rows, labels, num_threads=self.threads, replace_deleted=True
+            )
+            self._inflight = (self.inserter.submit(insert), insert)
         for id_, label in zip(ids, labels.tolist(), strict=True):
             self._label[id_] = label
             self._id[label] = id_
@@ -91,10 +152,12 @@ class HnswIndex:
         label = self._label.pop(id_, None)
         if label is None:
             return
+        self._settle()
         del self._id[label]
         self._index.mark_deleted(label)
 
     def search(self, vector: np.ndarray, k: int, allowed: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
+        self._settle()
         q = as_matrix(vector, self.dim, 1)
         labels_ok: set[int] | None = None
         if allowed is not None:
@@ -126,6 +189,7 @@ class HnswIndex:
         return top_k([self._id[lb] for lb in labels], np.dot(vecs, q), k)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
+        self._settle()
         for id_, label in list(self._label.items()):
             yield id_, np.asarray(self._index.get_items([label])[0], dtype=np.float32)
 
@@ -133,6 +197,7 @@ class HnswIndex:
         found = [i for i in dict.fromkeys(ids) if isinstance(i, str) and i in self._label]
         if not found:
             return {}
+        self._settle()
         labels = np.fromiter((self._label[i] for i in found), dtype=np.uint64, count=len(found))  # ~25 % faster
         rows = np.asarray(self._index.get_items(labels), dtype=np.float32)  # than a list of labels
         return dict(zip(found, rows, strict=True))
@@ -147,6 +212,9 @@ class HnswIndex:
         """Snapshot in parts: the magic and a pickle of the settings and labels, then hnswlib's arrays out of band
         (pickle protocol 5), as hnswlib copied them out of the index. The caller seals the parts; pickle is read back
         only from an authenticated snapshot."""
+        self._settle()
+        if self._failed is not None:
+            raise StoreError(f"no snapshot of an HNSW index whose insert failed: {self._failed}")
         arrays: list[pickle.PickleBuffer] = []
         head = pickle.dumps(
             {
@@ -163,7 +231,14 @@ class HnswIndex:
         return [memoryview(HNSW_MAGIC + head), *(a.raw() for a in arrays)]
 
     @classmethod
-    def load(cls, parts: Sequence[Buffer], *, threads: int = 1, ef_search: int | None = None) -> HnswIndex:
+    def load(
+        cls,
+        parts: Sequence[Buffer],
+        *,
+        threads: int = 1,
+        ef_search: int | None = None,
+        inserter: Inserter | None = None,
+    ) -> HnswIndex:
         """A snapshot read back (hnswlib copies its arrays out of ``parts``, which may be views of larger buffers);
         ``ef_search`` (a query-time setting: None keeps the snapshot's) applies to it."""
         try:
@@ -185,6 +260,7 @@ class HnswIndex:
                 ef_search=state["ef_search"] if ef_search is None else ef_search,
                 seed=p["seed"],
                 threads=threads,
+                inserter=inserter,
             )
             index._index = state["index"]
             index._label = dict(state["labels"])
@@ -197,12 +273,19 @@ class HnswIndex:
 
 class HnswFactory:
     def __init__(
-        self, *, ef_construction: int = 200, ef_search: int = EF_SEARCH, m: int = 16, threads: int = 1
+        self,
+        *,
+        ef_construction: int = 200,
+        ef_search: int = EF_SEARCH,
+        m: int = 16,
+        threads: int = 1,
+        inserter: Inserter | None = None,
     ) -> None:
         self.kw = {"ef_construction": ef_construction, "ef_search": ef_search, "m": m, "threads": threads}
+        self.inserter = inserter
 
     def new(self, dim: int) -> HnswIndex:
-        return HnswIndex(dim, **self.kw)
+        return HnswIndex(dim, **self.kw, inserter=self.inserter)
 
     def load(self, parts: Sequence[Buffer]) -> HnswIndex:
-        return HnswIndex.load(parts, threads=self.kw["threads"], ef_search=self.kw["ef_search"])
+        return HnswIndex.load(parts, threads=self.kw["threads"], ef_search=self.kw["ef_search"], inserter=self.inserter)

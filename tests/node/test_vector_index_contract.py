@@ -1,12 +1,17 @@
-"""The VectorIndex contract (tests/contracts/vector_index.py) on ExactIndex, HnswIndex and AdaptiveIndex."""
+"""The VectorIndex contract (tests/contracts/vector_index.py) on ExactIndex, HnswIndex and AdaptiveIndex, the HNSW
+ones also with their inserts on an :class:`Inserter`'s thread (as in the daemon)."""
 
 from __future__ import annotations
+
+import threading
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gaml.node.core.store.vectors import AdaptiveFactory, AdaptiveIndex, ExactFactory, IndexFactory
-from gaml.node.shells.hnsw_index import HnswFactory, HnswIndex
+from gaml.node.shells.hnsw_index import HnswFactory, HnswIndex, Inserter
+from gaml.policy.errors import StoreError
 from tests.contracts.vector_index import DIM, VECTOR_CHECKS, Check, clustered, ids_for
 
 THRESHOLD = 50
@@ -15,6 +20,8 @@ SUBJECTS: dict[str, tuple[IndexFactory, bool]] = {
     "exact": (ExactFactory(), True),
     "hnsw": (HnswFactory(), False),
     "adaptive": (AdaptiveFactory(HnswFactory(), threshold=THRESHOLD), False),
+    "hnsw-inserter": (HnswFactory(inserter=Inserter()), False),
+    "adaptive-inserter": (AdaptiveFactory(HnswFactory(inserter=Inserter()), threshold=THRESHOLD), False),
 }
 
 
@@ -97,3 +104,79 @@ def test_a_loaded_hnsw_snapshot_searches_with_the_factorys_ef() -> None:
     loaded = HnswFactory(ef_search=300).load(old.dump())
     assert loaded.ef_search == 300 and HnswIndex.load(old.dump()).ef_search == 16
     assert next(i for i, _ in loaded.search(vecs[7], 5)) == ids[7]
+
+
+# -- HnswIndex with an Inserter ------------------------------------------------------------------------------------
+
+
+def test_an_inserter_builds_the_same_graph_while_its_caller_goes_on() -> None:
+    """``add`` returns while its insert waits on the inserter's thread; what reads the index then waits for it; and
+    the graph is the one built on the caller's thread (the same snapshot, byte for byte)."""
+    ids, vecs = ids_for(400), clustered(400, seed=5)
+    plain = HnswIndex(DIM)
+    inserter = Inserter()
+    try:
+        threaded = HnswIndex(DIM, inserter=inserter)
+        for index in (plain, threaded):
+            index.add(ids[:300], vecs[:300])
+            index.remove(ids[3])
+            index.add(ids[300:], vecs[300:])
+        hold, held = threading.Event(), threading.Event()
+
+        def busy() -> None:  # the inserter's thread is busy until the test says
+            held.set()
+            hold.wait(30)
+
+        inserter.submit(busy)
+        held.wait(30)
+        more, more_vecs = ["late-1", "late-2"], clustered(2, seed=6)
+        plain.add(more, more_vecs)
+        threaded.add(more, more_vecs)  # queued behind the held job: returns without it having run
+        assert inserter.busy and threaded._inflight is not None and "late-1" in threaded
+        hold.set()
+        assert threaded.search(more_vecs[0], 1)[0][0] == "late-1"  # the search waited for the insert
+        assert threaded._inflight is None and not inserter.busy
+        assert plain.search(more_vecs[0], 1)[0][0] == "late-1"  # (a search sets hnswlib's ef, which the dump keeps)
+        assert [bytes(p) for p in threaded.dump()] == [bytes(p) for p in plain.dump()]
+    finally:
+        inserter.close()
+
+
+class _FailingAdds:
+    """hnswlib's index, whose next ``fail`` inserts raise (as a failed allocation would)."""
+
+    def __init__(self, inner: Any, fail: int) -> None:
+        self.inner, self.fail = inner, fail
+
+    def add_items(self, *args: Any, **kw: Any) -> None:
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("insert failed")
+        self.inner.add_items(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_failed_insert_runs_again_and_one_failing_twice_refuses_snapshots() -> None:
+    """An insert that failed on the inserter's thread runs again on the caller's when the index is next read, and
+    nothing is lost; one that fails again raises StoreError there and the index writes no snapshot (the store keeps
+    its last good one, and its journal, to rebuild it from)."""
+    ids, vecs = ids_for(100), clustered(100, seed=8)
+    inserter = Inserter()
+    try:
+        index = HnswIndex(DIM, inserter=inserter)
+        index.add(ids[:50], vecs[:50])
+        index._index = _FailingAdds(index._index, fail=1)  # type: ignore[assignment]
+        index.add(ids[50:], vecs[50:])
+        assert index.search(vecs[70], 1)[0][0] == ids[70]  # failed once, inserted again: found
+        assert len(index.dump()) > 1
+
+        index._index = _FailingAdds(index._index.inner, fail=2)  # type: ignore[attr-defined]
+        index.add(["x"], clustered(1, seed=9))
+        with pytest.raises(StoreError, match="failed twice"):
+            index.search(vecs[0], 1)
+        with pytest.raises(StoreError, match="no snapshot"):
+            index.dump()
+    finally:
+        inserter.close()
