@@ -3,6 +3,8 @@ ones also with their inserts on an :class:`Inserter`'s thread (as in the daemon)
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from typing import Any
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 from gaml.node.core.store.vectors import AdaptiveFactory, AdaptiveIndex, ExactFactory, IndexFactory
-from gaml.node.shells.hnsw_index import HnswFactory, HnswIndex, Inserter
+from gaml.node.shells.hnsw_index import INSERT_NICE, HnswFactory, HnswIndex, Inserter
 from gaml.policy.errors import StoreError
 from tests.contracts.vector_index import DIM, VECTOR_CHECKS, Check, clustered, ids_for
 
@@ -178,5 +180,22 @@ def test_a_failed_insert_runs_again_and_one_failing_twice_refuses_snapshots() ->
             index.search(vecs[0], 1)
         with pytest.raises(StoreError, match="no snapshot"):
             index.dump()
+    finally:
+        inserter.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_the_inserters_thread_yields_the_cpu_to_calls() -> None:
+    """The inserter's thread runs at INSERT_NICE more nice than the thread that made it (at most 19), so the calls'
+    threads are served first; the caller's own priority is left as it was."""
+
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    before = nice()
+    inserter = Inserter()
+    try:
+        assert inserter.submit(nice).result(30) == min(19, before + INSERT_NICE)  # type: ignore[arg-type]
+        assert nice() == before
     finally:
         inserter.close()
