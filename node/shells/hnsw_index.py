@@ -169,10 +169,10 @@ class HnswIndex:
         self._next += len(ids)
 
     def remove(self, id_: str) -> None:
-        label = self._label.pop(id_, None)
-        if label is None:
+        if id_ not in self._label:
             return
         self._settle()
+        label = self._label.pop(id_)
         del self._id[label]
         self._index.mark_deleted(label)
 
@@ -209,8 +209,8 @@ class HnswIndex:
         return top_k([self._id[lb] for lb in labels], np.dot(vecs, q), k)
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
-        self._settle()
         for id_, label in list(self._label.items()):
+            self._settle()  # each time: the caller may add between two items
             yield id_, np.asarray(self._index.get_items([label])[0], dtype=np.float32)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
