@@ -595,8 +595,8 @@ class Daemon:
                 # The last step's vectors are still going in, on the inserter's thread: a step now would wait for
                 # them on the lane, where calls are served. Wait here instead (a failed insert is run again, and
                 # reported, by its index on the lane).
-                with contextlib.suppress(Exception):
-                    await asyncio.wrap_future(last)
+                with contextlib.suppress(Exception):  # shielded: cancelling the indexer must not cancel an insert
+                    await asyncio.shield(asyncio.wrap_future(last))
                 continue
             try:
                 moved, left = await self.lane.run(functools.partial(step, not may_step), background=True)

@@ -118,18 +118,22 @@ class HnswIndex:
         self._id: dict[int, str] = {}
         self._next = 0
         self.inserter = inserter
-        # The insert handed to the inserter and not yet waited for (the insert itself, to run again if it failed).
-        self._inflight: tuple[concurrent.futures.Future[None], Callable[[], None]] | None = None
-        self._failed: BaseException | None = None  # an insert that failed twice: the graph lacks labels it maps
+        # The insert handed to the inserter and not yet waited for: its future, the insert itself (to run again if it
+        # failed) and its labels.
+        self._inflight: tuple[concurrent.futures.Future[None], Callable[[], None], list[int]] | None = None
+        self._failed: BaseException | None = None  # an insert that failed twice (the index then writes no snapshot)
 
     def _settle(self) -> None:
         """Wait for the insert in flight. One that failed runs again here, on the caller's thread (inserting the same
-        labels again only updates what went in); failing again, the index refuses snapshots from then on
-        (:class:`StoreError`), so the store's last good snapshot and its journal rebuild it at the next open."""
+        labels again only updates what went in). Failing again, its ids leave the index (what of them went in is
+        marked deleted), :class:`StoreError` is raised, and the index refuses snapshots from then on, so the store's
+        last good snapshot and its journal rebuild it at the next open.
+
+        Called by whatever reads the index, on its thread: the core thread, or the helper thread of a hybrid search's
+        dense path while the core thread waits for it (never two at once)."""
         if self._inflight is None:
             return
-        done, insert = self._inflight
-        self._inflight = None
+        done, insert, labels = self._inflight
         try:
             done.result()
         except Exception:
@@ -137,7 +141,15 @@ class HnswIndex:
                 insert()
             except Exception as e:
                 self._failed = e
+                for label in labels:
+                    id_ = self._id.pop(label, None)
+                    if id_ is not None and self._label.get(id_) == label:
+                        del self._label[id_]
+                    with contextlib.suppress(RuntimeError):  # not in the graph at all
+                        self._index.mark_deleted(label)
                 raise StoreError(f"an HNSW insert failed twice: {type(e).__name__}: {e}") from e
+        finally:
+            self._inflight = None
 
     def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         self._settle()
@@ -162,7 +174,7 @@ class HnswIndex:
             insert = functools.partial(
                 self._index.add_items, rows, labels, num_threads=self.threads, replace_deleted=True
             )
-            self._inflight = (self.inserter.submit(insert), insert)
+            self._inflight = (self.inserter.submit(insert), insert, labels.tolist())
         for id_, label in zip(ids, labels.tolist(), strict=True):
             self._label[id_] = label
             self._id[label] = id_
@@ -210,7 +222,9 @@ class HnswIndex:
 
     def items(self) -> Iterator[tuple[str, np.ndarray]]:
         for id_, label in list(self._label.items()):
-            self._settle()  # each time: the caller may add between two items
+            self._settle()  # each time: the caller may add or remove between two items
+            if self._label.get(id_) != label:  # removed or replaced since: not what the index holds now
+                continue
             yield id_, np.asarray(self._index.get_items([label])[0], dtype=np.float32)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

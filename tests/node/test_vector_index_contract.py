@@ -175,11 +175,32 @@ def test_a_failed_insert_runs_again_and_one_failing_twice_refuses_snapshots() ->
         assert len(index.dump()) > 1
 
         index._index = _FailingAdds(index._index.inner, fail=2)  # type: ignore[attr-defined]
-        index.add(["x"], clustered(1, seed=9))
+        index.add(["x", "y"], clustered(2, seed=9))
         with pytest.raises(StoreError, match="failed twice"):
             index.search(vecs[0], 1)
+        # Its ids left the index; the rest reads as before, filtered or not.
+        assert "x" not in index and len(index) == 100 and index.vectors(["x", ids[0]]).keys() == {ids[0]}
+        assert index.search(vecs[0], 1)[0][0] == ids[0]
+        assert index.search(vecs[0], 1, allowed={ids[0], "x"})[0][0] == ids[0]
+        assert sorted(i for i, _ in index.items()) == sorted(ids)
         with pytest.raises(StoreError, match="no snapshot"):
             index.dump()
+    finally:
+        inserter.close()
+
+
+def test_an_add_waits_for_the_insert_before_it() -> None:
+    """An add hands its insert over only after the one before it is done (and run again, had it failed): inserts
+    never overlap, and none is dropped for the next."""
+    ids, vecs = ids_for(60), clustered(60, seed=12)
+    inserter = Inserter()
+    try:
+        index = HnswIndex(DIM, inserter=inserter)
+        index._index = _FailingAdds(index._index, fail=1)  # type: ignore[assignment]
+        index.add(ids[:30], vecs[:30])  # fails on the inserter's thread
+        index.add(ids[30:], vecs[30:])  # runs the first again before it hands over its own
+        for n in (0, 17, 29, 30, 59):
+            assert index.search(vecs[n], 1)[0][0] == ids[n]
     finally:
         inserter.close()
 
