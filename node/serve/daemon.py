@@ -22,7 +22,8 @@ One process, three lanes, no shared Python state:
   without a call the whole heap is collected once, frozen objects included.
 - gRPC's own C threads, which hold no GAML state.
 - the HNSW inserter's thread, which runs the graph inserts the core thread hands it (hnswlib's C++, without the GIL)
-  and touches nothing else; the core thread waits for an insert before it reads or changes that graph again.
+  and touches nothing else; whatever reads or changes that graph next (the core thread, or a hybrid search's dense
+  helper while the core thread waits for it) waits for the insert first.
 
 **Authentication.** By default the node listens on a Unix socket, ``HOME/run/gaml.sock`` (directory 0700, socket
 0600). A *gate* accepts each connection, reads the peer's credentials from the kernel (``SO_PEERCRED``: pid, uid,
