@@ -167,6 +167,7 @@ class HnswIndex:
             while cap < need:
                 cap *= 2
             self._index.resize_index(cap)
+        listed = labels.tolist()
         if self.inserter is None:
             self._index.add_items(mat, labels, num_threads=self.threads, replace_deleted=True)
         else:  # a copy of the rows: the caller may reuse its array while they are inserted
@@ -174,8 +175,8 @@ class HnswIndex:
             insert = functools.partial(
                 self._index.add_items, rows, labels, num_threads=self.threads, replace_deleted=True
             )
-            self._inflight = (self.inserter.submit(insert), insert, labels.tolist())
-        for id_, label in zip(ids, labels.tolist(), strict=True):
+            self._inflight = (self.inserter.submit(insert), insert, listed)
+        for id_, label in zip(ids, listed, strict=True):
             self._label[id_] = label
             self._id[label] = id_
         self._next += len(ids)
