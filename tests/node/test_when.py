@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gaml.node.core.hydrate import HydrationRequest, Hydrator
+from gaml.node.core.hydrate import WHEN_BOOST, HydrationRequest, Hydrator
 from gaml.node.core.memory.ingest import IngestOptions, Ingestor
 from gaml.node.core.text import parsers, when
 from gaml.node.core.text.parsers import locomo_time_us
@@ -189,3 +189,53 @@ def test_a_goal_naming_a_month_favours_what_a_turn_said_of_it_later() -> None:
         )
         first = max(h.receipt["facts"], key=lambda f: f["score"])
         assert node.store.get(first["unit"]).payload["dia_id"] == dia, month
+
+
+@pytest.mark.parametrize(
+    ("goal", "asks"),
+    [
+        ("When did Caroline go to the LGBTQ support group?", True),
+        ("when was the last deploy of the billing service", True),
+        ("  So when is Melanie's charity race?", True),
+        ("What year did Jon start his dance studio?", True),
+        ("In which month did Gina open her store?", True),
+        ("On what date did we rotate the API keys?", True),
+        ("How long ago was Caroline's 18th birthday?", True),
+        ("How long has Caroline had her friends?", False),  # a duration, not a moment
+        ("What did Melanie say when Caroline called?", False),  # "when" inside a clause
+        ("Whenever the build fails, what do we check?", False),
+        ("What is Caroline's identity?", False),
+        ("", False),
+    ],
+)
+def test_a_goal_that_asks_when(goal: str, asks: bool) -> None:
+    assert when.asks_when(goal) is asks
+
+
+def test_a_goal_that_asks_when_favours_the_turn_that_says_when(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two turns about the same support group (apart); only the first dates it ("yesterday", resolved at ingest). A goal
+    asking when scores that turn :data:`WHEN_BOOST` more and seeds it first; the other keeps its score, and a goal
+    that does not ask when scores both as before."""
+    node = conversation_node(
+        [
+            ("Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."),
+            ("Melanie", "That's lovely! I painted a lake sunrise with the kids."),
+            ("Caroline", "The support group is great and the people in the group are so kind."),
+        ]
+    )
+    hydrator = Hydrator(node)
+    dia = {a.id: a.payload["dia_id"] for a in node.store.get_many(node.store.live_ids()) if a and "dia_id" in a.payload}
+
+    def scores(goal: str) -> dict[str, float]:
+        h = hydrator.hydrate(HydrationRequest(goal, "alice", NOW + 1, 400))
+        return {dia[f["unit"]]: f["score"] for f in h.receipt["facts"] if f["unit"] in dia}
+
+    asking, other = "When did Caroline go to the support group?", "Did Caroline go to the support group?"
+    boosted, plain = scores(asking), scores(other)
+    monkeypatch.setattr("gaml.node.core.hydrate.WHEN_BOOST", 1.0)
+    unboosted = scores(asking)
+    assert boosted["D1:1"] == pytest.approx(WHEN_BOOST * unboosted["D1:1"], rel=1e-4)  # scores are rounded
+    assert boosted["D1:3"] == pytest.approx(unboosted["D1:3"], rel=1e-4)
+    assert max(unboosted, key=unboosted.__getitem__) == "D1:3", unboosted  # without the boost, the other leads
+    assert max(boosted, key=boosted.__getitem__) == "D1:1", boosted
+    assert plain == scores(other)  # not asking when: WHEN_BOOST changes nothing

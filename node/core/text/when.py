@@ -284,4 +284,21 @@ def named_period(text: str) -> Period | None:
     return Period(month, int(m.group("year") or 0), day if 1 <= day <= 31 else 0)
 
 
-__all__ = ["MONTHS", "WEEKDAYS", "Period", "annotate", "named_period", "resolve", "spoken"]
+# A goal that asks for a moment: "When did …", "what year …", "on which day …", "how long ago …" (at its start, after
+# an "and" or "so" at most). Not "how long" alone (a duration) nor a "when" inside a clause ("tell me what she said
+# when …").
+_ASKS_WHEN_RE: Final = re.compile(
+    r"^\W*(?:(?:and|so|but|ok|okay)\W+)?"
+    r"(?:when|(?:(?:in|on|during)\s+)?(?:what|which)\s+(?:year|month|day|date|week|weekend)|how\s+long\s+ago)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(goal: str) -> bool:
+    """Whether ``goal`` asks *when* something happened (:data:`_ASKS_WHEN_RE`). Used by hydration to favour the turns
+    that say when (a relative date that ingestion resolved: "I went to a support group yesterday") over those that
+    only mention the same thing."""
+    return _ASKS_WHEN_RE.search(goal[:200]) is not None
+
+
+__all__ = ["MONTHS", "WEEKDAYS", "Period", "annotate", "asks_when", "named_period", "resolve", "spoken"]
