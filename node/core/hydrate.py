@@ -31,9 +31,10 @@ Then, for each segment:
    gains :data:`CONTEXT_SHARE` of the score of the turn before it (an answer often shares no word with the goal; the
    question it answers does), one said by someone the goal names weighs :data:`SPEAKER_BOOST` more, one said in the
    calendar month the goal names (``camping in June``), or whose relative dates ingestion resolved into it (``last
-   month``, said in July), :data:`PERIOD_BOOST` more, and one that only asks (no sentence but questions and fillers),
-   or an agent's turn that only announces its next step ("I'll start by running the tests": the records of the step
-   follow it), :data:`ASKING_SHARE` of its score. Content-free items (greetings,
+   month``, said in July), :data:`PERIOD_BOOST` more, one that says when (a relative date resolved at ingest)
+   :data:`WHEN_BOOST` more for a goal that asks when (:func:`when.asks_when`), and one that only asks (no sentence
+   but questions and fillers), or an agent's turn that only announces its next step ("I'll start by running the
+   tests": the records of the step follow it), :data:`ASKING_SHARE` of its score. Content-free items (greetings,
    acknowledgements: no word but fillers, stopwords and names) are never seeded, and are shown only when no unit
    with content matched. The best ``seeds`` units are the **focus**; items whose goal annotation matches the
    request's goal join it as goal matches. When no embeddings can be used, lexical ranking stands in; when that
@@ -117,7 +118,7 @@ ASKING_SHARE: Final = 0.2
 PERIOD_BOOST: Final = 2.5
 # An item that says when (a relative date ingestion resolved: "I went to a support group yesterday") scores this much
 # more for a goal that asks when (:func:`when.asks_when`): the turn that dates the event answers it, a later mention of
-# the same thing does not. On LoCoMo dev, 152 of 885 questions ask when; evidence held at 500 tokens 0.741 → 0.751
+# the same thing does not. On LoCoMo dev, 154 of 885 questions ask when; evidence held at 500 tokens 0.741 → 0.751
 # (temporal questions 0.810 → 0.865); 1.3, 2.0 and 2.5 gave 0.746, 0.748 and 0.745 (docs/benchmarks.md).
 WHEN_BOOST: Final = 1.5
 STATES_FROM: Final = 2  # words of content (not fillers, stopwords or names) that make a sentence a statement

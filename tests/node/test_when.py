@@ -201,9 +201,19 @@ def test_a_goal_naming_a_month_favours_what_a_turn_said_of_it_later() -> None:
         ("In which month did Gina open her store?", True),
         ("On what date did we rotate the API keys?", True),
         ("How long ago was Caroline's 18th birthday?", True),
+        ("Hey, when will the movers come?", True),
+        ("When Jon has lost his job as a banker?", True),
+        ("When it is late, what should we skip?", False),
+        ("How many years ago did Caroline move from Sweden?", True),
+        ("Do you remember when we rotated the keys?", True),
+        ("Can you tell me when the staging DB moved?", True),
         ("How long has Caroline had her friends?", False),  # a duration, not a moment
         ("What did Melanie say when Caroline called?", False),  # "when" inside a clause
+        ("When the build fails, what should I check?", False),  # a clause first, then the question
+        ("When deploying, which config applies?", False),
         ("Whenever the build fails, what do we check?", False),
+        ("What date format does the API expect?", False),
+        ("Which day-care did Melanie pick?", False),
         ("What is Caroline's identity?", False),
         ("", False),
     ],

@@ -284,12 +284,19 @@ def named_period(text: str) -> Period | None:
     return Period(month, int(m.group("year") or 0), day if 1 <= day <= 31 else 0)
 
 
-# A goal that asks for a moment: "When did …", "what year …", "on which day …", "how long ago …" (at its start, after
-# an "and" or "so" at most). Not "how long" alone (a duration) nor a "when" inside a clause ("tell me what she said
-# when …").
+# A goal that asks for a moment, at its start (after a "so", "hey" …): "When did …" (a "when" and then an auxiliary
+# verb, or a name and one with no clause after it, so not a clause: "When the build fails, what …"), "What year
+# did …", "On which day was …" (not "What date format does …"), "How long ago …", "How many years ago …", "Do you
+# remember when …", "Tell me when …". Not "how long" alone (a duration).
+_AUX: Final = r"(?:did|does|do|is|was|were|are|am|will|would|has|have|had|can|could|should|shall)"
 _ASKS_WHEN_RE: Final = re.compile(
-    r"^\W*(?:(?:and|so|but|ok|okay)\W+)?"
-    r"(?:when|(?:(?:in|on|during)\s+)?(?:what|which)\s+(?:year|month|day|date|week|weekend)|how\s+long\s+ago)\b",
+    r"\W*(?:(?:and|so|but|ok|okay|hey|hi|now)\W+)?"
+    r"(?:when\s+" + _AUX + r"\b"
+    r"|when\s+\w+\s+" + _AUX + r"\b[^,]*$"  # "When Jon has lost his job?", not "When it is late, what …"
+    r"|(?:(?:in|on|during|at)\s+)?(?:what|which)\s+(?:year|month|day|date|week|weekend)\s+" + _AUX + r"\b"
+    r"|how\s+(?:long|many\s+(?:days|weeks|months|years))\s+ago\b"
+    r"|(?:(?:can|could)\s+you\s+)?(?:tell|remind)\s+me\s+when\b"
+    r"|do\s+you\s+(?:know|remember|recall)\s+when\b)",
     re.IGNORECASE,
 )
 
@@ -298,7 +305,7 @@ def asks_when(goal: str) -> bool:
     """Whether ``goal`` asks *when* something happened (:data:`_ASKS_WHEN_RE`). Used by hydration to favour the turns
     that say when (a relative date that ingestion resolved: "I went to a support group yesterday") over those that
     only mention the same thing."""
-    return _ASKS_WHEN_RE.search(goal[:200]) is not None
+    return _ASKS_WHEN_RE.match(goal) is not None
 
 
 __all__ = ["MONTHS", "WEEKDAYS", "Period", "annotate", "asks_when", "named_period", "resolve", "spoken"]
