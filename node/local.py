@@ -36,7 +36,7 @@ from gaml.node.core.service import (
 from gaml.policy.access import Grant, Location, Permission, Principal
 from gaml.policy.errors import PolicyError
 from gaml.policy.model import Asset, AssetType, Level
-from gaml.proto.convert import draft_from_json
+from gaml.proto.convert import draft_as_sent
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -79,7 +79,7 @@ class LocalMemory:
         return self._caller.user if self._caller is not None else ""
 
     def put(self, drafts: Sequence[Mapping[str, Any]], *, check_only: bool = False) -> list[str]:
-        fields = numbered(draft_from_json, drafts)
+        fields = numbered(draft_as_sent, drafts)  # as a daemon reads them off the wire
         now = self._clock_us()
         if self._caller is not None:
             return self.service.put(self._caller, fields, now, check_only=check_only)

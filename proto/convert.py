@@ -48,6 +48,7 @@ __all__ = [
     "asset_json_from_pb",
     "asset_to_json",
     "asset_to_pb",
+    "draft_as_sent",
     "draft_from_json",
     "draft_pb_from_json",
     "struct_json",
@@ -502,6 +503,14 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
     json_format would read as 1, by the field's name).
     """
     return _read_draft(obj)[1]
+
+
+def draft_as_sent(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The draft fields a node reads from the JSON draft ``obj`` sent over the wire: ``draft_from_pb`` of
+    ``draft_pb_from_json``, so that a put in-process reads a draft as a put through a daemon does. They differ from
+    :func:`draft_from_json`'s where a field is given at its protobuf default (``0``, ``""``, ``false``, ``[]``): the
+    wire cannot tell that from a field not given, so neither does this. A :class:`PreparedDraft` is not read again."""
+    return draft_from_pb(draft_pb_from_json(obj))
 
 
 def _read_draft(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, Any]]:

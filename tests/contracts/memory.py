@@ -20,7 +20,7 @@ from gaml.node.core.hydrate import Hydration
 from gaml.node.core.memory.ladder import ErasureReceipt
 from gaml.node.core.service import IngestFile
 from gaml.policy.access import Grant, Permission
-from gaml.policy.errors import InvalidInput, NotFound, PolicyError
+from gaml.policy.errors import InvalidAsset, InvalidInput, NotFound, PolicyError
 from gaml.policy.model import Asset, AssetType, Level
 from gaml.proto.convert import asset_to_json
 
@@ -86,6 +86,23 @@ def story_scores_are_kept_as_given_zero_included(doors: Doors) -> list[Any]:
     assert scores[:2] == [zero, some]
     assert scores[2] == {"confidence_score": 1.0, "provenance_score": 0.5, "freshness_score": 1.0}
     return [ids, scores]
+
+
+def story_a_field_given_at_its_wire_default_reads_as_not_given(doors: Doors) -> list[Any]:
+    """A draft's field given at its protobuf default (0, "", false, []) reads as not given, as the wire cannot tell the
+    two apart: the node sets the times of a draft that gives them as 0, and the fields only the node sets (``version``,
+    ``tombstone``, ``signature`` …) are refused when given any other value, through every door alike."""
+    zeros = {"created_at": 0, "updated_at": 0, "valid_from": 0, "valid_to": 0, "tenant_scope": "", "goal": ""}
+    node_set = {"version": 0, "tombstone": False, "signature": "", "source_node": "", "encryption_key_ref": ""}
+    ids = doors.alice.put([fact("the bins go out on Tuesday", **zeros, **node_set, tags=[], allowed_principals=[])])
+    (given,) = doors.alice.put([fact("the bins go out on Tuesday")])
+    assert ids == [given]
+    asset = doors.alice.get(given)
+    assert asset.created_at > 0 and asset.updated_at == asset.created_at and asset.version == 1
+    for name, value in (("version", 2), ("tombstone", True), ("source_node", "ab" * 32)):
+        with pytest.raises(InvalidAsset, match=f"the node sets {name}"):
+            doors.alice.put([fact("the bins go out on Wednesday", **{name: value})])
+    return [ids, masked(asset_to_json(asset))]
 
 
 def story_check_only_writes_nothing(doors: Doors) -> list[Any]:
@@ -328,6 +345,7 @@ def json_text(asset: Asset) -> str:
 STORIES: tuple[Story, ...] = (
     story_put_then_get,
     story_scores_are_kept_as_given_zero_included,
+    story_a_field_given_at_its_wire_default_reads_as_not_given,
     story_check_only_writes_nothing,
     story_search_is_governed,
     story_hydrate_keeps_the_goal_as_given,
