@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,21 @@ from tests.contracts.vector_index import DIM, VECTOR_CHECKS, Check, clustered, i
 
 THRESHOLD = 50
 
+INSERTERS = (Inserter(), Inserter())  # the subjects' threads, stopped once this module's tests are done
 SUBJECTS: dict[str, tuple[IndexFactory, bool]] = {
     "exact": (ExactFactory(), True),
     "hnsw": (HnswFactory(), False),
     "adaptive": (AdaptiveFactory(HnswFactory(), threshold=THRESHOLD), False),
-    "hnsw-inserter": (HnswFactory(inserter=Inserter()), False),
-    "adaptive-inserter": (AdaptiveFactory(HnswFactory(inserter=Inserter()), threshold=THRESHOLD), False),
+    "hnsw-inserter": (HnswFactory(inserter=INSERTERS[0]), False),
+    "adaptive-inserter": (AdaptiveFactory(HnswFactory(inserter=INSERTERS[1]), threshold=THRESHOLD), False),
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_inserters() -> Iterator[None]:
+    yield
+    for inserter in INSERTERS:
+        inserter.close()
 
 
 @pytest.mark.parametrize("check", VECTOR_CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
