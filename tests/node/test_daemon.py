@@ -37,6 +37,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from grpc_status import rpc_status
 
 from gaml.node.core.embed import HashEmbedder
+from gaml.node.core.store.vectors import AdaptiveFactory
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
 from gaml.node.core.text.parsers import parse
 from gaml.node.serve import daemon as daemon_mod
@@ -44,6 +45,7 @@ from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import INDEX_CHUNK, Daemon, settle_heap
 from gaml.node.serve.runfiles import info_path
 from gaml.node.shells import certs
+from gaml.node.shells.hnsw_index import HnswFactory, Inserter
 from gaml.node.shells.file_keychain import FileKeychain
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound, PolicyError, UnknownPrincipal
@@ -1016,6 +1018,46 @@ def test_a_backlog_over_its_bound_is_indexed_between_calls_without_an_idle_momen
         event = log.wait_for(lambda e: e["event"] == "indexed")
         assert event["vectors"] == n
         assert s.daemon.indexed_in_background == n and c.status()["pending"] == 0
+
+
+def test_the_indexer_waits_for_an_insert_off_the_lane_so_calls_are_served_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While an HNSW insert is still going in on the inserter's thread, the background indexer waits for it on the
+    event loop, not on the lane: a step on the lane would wait there for it (an add settles the insert before it), and
+    every call queued behind. Here every insert is held until released: a put and a status call are still served, no
+    second step is taken meanwhile, and once let go every vector goes in and search finds them."""
+    monkeypatch.setattr(
+        "gaml.node.home._index_factory",
+        lambda inserter=None: AdaptiveFactory(HnswFactory(inserter=inserter), threshold=16),  # HNSW from the 17th
+    )
+    release = threading.Event()
+    submit = Inserter.submit
+
+    def held(self: Inserter, fn: Callable[[], Any]) -> Any:
+        return submit(self, lambda: (release.wait(WAIT_S), fn())[1])
+
+    monkeypatch.setattr(Inserter, "submit", held)
+    n = INDEX_CHUNK + 100  # more than one step: the indexer wants a second while the first's insert waits
+    with daemon_log() as log, served() as s, unix_client(s.home) as c:
+        inserter = s.daemon.inserter
+        try:
+            c.put([fact(f"held insert fact {i}: the clock {i} ticks") for i in range(n)])
+            deadline = time.monotonic() + WAIT_S
+            while inserter.last is None:  # the first step ran on the lane and handed its insert over
+                assert time.monotonic() < deadline, "the indexer never stepped"
+                time.sleep(0.01)
+            queued = inserter.last
+            more = c.put([fact(f"a fact put while the insert waits {i}") for i in range(3)], timeout_s=WAIT_S / 3)
+            st = c.status(timeout_s=WAIT_S / 3)
+            assert len(more) == 3 and st["pending"] >= 3 and inserter.last is queued and not queued.done()
+        finally:
+            release.set()
+        event = log.wait_for(lambda e: e["event"] == "indexed")
+        assert event["vectors"] == n + 3 and c.status()["pending"] == 0
+        text = f"held insert fact {n - 1}: the clock {n - 1} ticks"
+        hits = c.search(text, mode=2)
+        assert hits and hits[0]["asset"]["payload"]["text"] == text
 
 
 class _Cell:
