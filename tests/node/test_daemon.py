@@ -37,16 +37,16 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from grpc_status import rpc_status
 
 from gaml.node.core.embed import HashEmbedder
-from gaml.node.core.store.vectors import AdaptiveFactory
 from gaml.node.core.errors import DeadlineExceeded, RateLimited, TooLarge, Unauthenticated, Unavailable
+from gaml.node.core.store.vectors import AdaptiveFactory
 from gaml.node.core.text.parsers import parse
 from gaml.node.serve import daemon as daemon_mod
 from gaml.node.serve.client import Client
 from gaml.node.serve.daemon import INDEX_CHUNK, Daemon, settle_heap
 from gaml.node.serve.runfiles import info_path
 from gaml.node.shells import certs
-from gaml.node.shells.hnsw_index import HnswFactory, Inserter
 from gaml.node.shells.file_keychain import FileKeychain
+from gaml.node.shells.hnsw_index import HnswFactory, Inserter
 from gaml.policy import crypto
 from gaml.policy.errors import GamlError, InvalidAsset, InvalidInput, NotFound, PolicyError, UnknownPrincipal
 from gaml.v1 import asset_pb2, memory_pb2
