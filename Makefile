@@ -64,10 +64,10 @@ lint: $(STAMP) ## ruff (format and rules), mypy on the packages, import-linter l
 	PYTHONPATH=$(SRC) $(BIN)/lint-imports --no-cache
 
 test: lint ## lint, then the test suite (real RocksDB, hnswlib and MiniLM; under 15 minutes on 2 cores)
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -rs -m "not slow" $(PYTEST_ARGS)  # -rs: every skip says why
 
 test-slow: $(STAMP) ## the long tests: the policy oracles at length, 20 MiB inputs, MiniLM recall, more simulation seeds, the longest replication runs
-	status=0; $(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS) || status=$$?; \
+	status=0; $(BIN)/python -m pytest -q -rs -m slow $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "no test is marked slow: make test runs them all"; else exit $$status; fi
 
 SEEDS ?= 10
