@@ -8,7 +8,9 @@ Two wire forms are covered:
   follow proto3: :func:`asset_from_pb` expects a complete message, as :func:`asset_to_pb` writes it.
 - **JSON** (the CLI's input and output): :func:`draft_from_json` reads the protobuf JSON mapping, also accepting the
   domain's short lower-case enum names, and returns keyword arguments for ``Asset`` holding only the fields given;
-  :func:`asset_to_json` renders an asset for display in a form that :func:`draft_from_json` reads back.
+  :func:`asset_to_json` renders an asset for display in a form that :func:`draft_from_json` reads back. A put reads a
+  JSON draft as the wire carries it (:func:`draft_as_sent`, in-process as through a daemon): a field given at its
+  protobuf default reads as not given there.
 """
 
 from __future__ import annotations
@@ -456,7 +458,8 @@ class PreparedDraft(Mapping[str, Any]):
     """A JSON draft read once: a mapping of the object as given (a shallow copy), with its wire message made and
     checked by :func:`draft_pb_from_json` (which raises as it does). :func:`draft_pb_from_json` returns that message
     again instead of reading the JSON again, so a client that sends the same drafts twice (``gaml put``: a check-only
-    pass, then the put) reads each once. :func:`draft_from_json` reads it as the JSON it holds."""
+    pass, then the put) reads each once, and so does the in-process put (:func:`draft_as_sent`).
+    :func:`draft_from_json` reads it as the JSON it holds."""
 
     __slots__ = ("_obj", "message")
 

@@ -37,6 +37,7 @@ from gaml.proto.convert import (
     asset_json_from_pb,
     asset_to_json,
     asset_to_pb,
+    draft_as_sent,
     draft_from_json,
     draft_from_pb,
     draft_pb_from_json,
@@ -686,8 +687,9 @@ def test_a_json_draft_makes_the_message_the_mapping_makes(monkeypatch: pytest.Mo
 def test_a_prepared_draft_is_read_once_and_reads_as_its_json() -> None:
     """``gaml put`` reads each draft once (:class:`PreparedDraft`) and sends it twice (a check-only pass, then the
     put): its message is the one :func:`draft_pb_from_json` makes of the JSON, returned again without reading the JSON
-    again; it is a mapping equal to the JSON, which :func:`draft_from_json` (the in-process door) reads as it reads
-    the JSON; a bad draft raises on preparing, as it raises on reading; changing the object later changes neither."""
+    again (by the in-process put too, :func:`draft_as_sent`); it is a mapping equal to the JSON, which
+    :func:`draft_from_json` reads as it reads the JSON; a bad draft raises on preparing, as it raises on reading;
+    changing the object later changes neither."""
     obj: dict[str, Any] = {
         "asset_type": "FACT",
         "payload": {"text": "The staging DB runs on port 6543", "n": 3},
@@ -702,6 +704,7 @@ def test_a_prepared_draft_is_read_once_and_reads_as_its_json() -> None:
     assert draft_pb_from_json(prepared) is prepared.message  # not read again
     assert draft_from_json(prepared) == draft_from_json(obj)
     assert draft_from_pb(prepared.message) == draft_from_json(obj)
+    assert draft_as_sent(prepared) == draft_from_pb(prepared.message)
     obj["tags"] = ["changed"]  # a shallow copy: the mapping and its message stay as read
     assert prepared["tags"] == ["db", "staging"] and list(prepared.message.tags) == ["db", "staging"]
     for bad in ({"asset_type": "fact", "nope": 1}, {"asset_type": "fact", "confidence_score": True}, [], "fact"):
