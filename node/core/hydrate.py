@@ -934,14 +934,14 @@ class Hydrator:
                 text = display_text(asset)
                 if _only_asks(text) or _only_announces(asset, text):
                     u.score *= ASKING_SHARE
+            resolved = _resolved(asset) if asset is not None and (period is not None or asks_when) else []
             if (
                 period is not None
-                and asset is not None
                 and not period.holds(u.view.created_at)
-                and any(period.covers(when.named_period(meaning)) for _, meaning in _resolved(asset))
+                and any(period.covers(when.named_period(meaning)) for _, meaning in resolved)
             ):
                 u.score *= PERIOD_BOOST  # "last month", said in April, is the March the goal names
-            if asks_when and asset is not None and _resolved(asset):
+            if asks_when and resolved:
                 u.score *= WHEN_BOOST  # "yesterday" dates the event the goal asks about
         self._check_empty(best, found)
 
