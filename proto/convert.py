@@ -6,11 +6,12 @@ Two wire forms are covered:
   losslessly (compare domain objects: the domain normalizes on construction, e.g. whole payload floats become ints).
   On the wire an UNSPECIFIED enum means "the domain default", except ``asset_type``, which is required. Other fields
   follow proto3: :func:`asset_from_pb` expects a complete message, as :func:`asset_to_pb` writes it.
-- **JSON** (the CLI's input and output): :func:`draft_from_json` reads the protobuf JSON mapping, also accepting the
-  domain's short lower-case enum names, and returns keyword arguments for ``Asset`` holding only the fields given;
-  :func:`asset_to_json` renders an asset for display in a form that :func:`draft_from_json` reads back. A put reads a
-  JSON draft as the wire carries it (:func:`draft_as_sent`, in-process as through a daemon): a field given at its
-  protobuf default reads as not given there.
+- **JSON** (the CLI's input and output): :func:`draft_pb_from_json` makes a draft's wire message of the protobuf JSON
+  mapping, also accepting the domain's short lower-case enum names; :func:`draft_from_json` reads the same JSON into
+  keyword arguments for ``Asset`` holding only the fields given; :func:`asset_to_json` renders an asset for display in
+  a form that :func:`draft_from_json` reads back. A put reads a JSON draft as the wire carries it
+  (:func:`draft_as_sent`, in-process as through a daemon): a field given at its protobuf default reads as not given
+  there.
 """
 
 from __future__ import annotations
@@ -505,7 +506,8 @@ def draft_from_json(obj: Mapping[str, Any]) -> dict[str, Any]:
     field given twice, or a value of the wrong type (with json_format's message; a bool for a number or an enum, which
     json_format would read as 1, by the field's name).
     """
-    return _read_draft(obj)[1]
+    msg, prepared = _draft_message(obj)
+    return _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
 
 
 def draft_as_sent(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -514,12 +516,6 @@ def draft_as_sent(obj: Mapping[str, Any]) -> dict[str, Any]:
     :func:`draft_from_json`'s where a field is given at its protobuf default (``0``, ``""``, ``false``, ``[]``): the
     wire cannot tell that from a field not given, so neither does this. A :class:`PreparedDraft` is not read again."""
     return draft_from_pb(draft_pb_from_json(obj))
-
-
-def _read_draft(obj: Mapping[str, Any]) -> tuple[asset_pb2.Asset, dict[str, Any]]:
-    """A JSON draft's message and its draft fields, from one reading of the JSON."""
-    msg, prepared = _draft_message(obj)
-    return msg, _draft_fields(msg, [_BY_JSON_KEY[k].name for k in prepared if k in _BY_JSON_KEY])
 
 
 def draft_from_pb(msg: asset_pb2.Asset) -> dict[str, Any]:
